@@ -1,0 +1,57 @@
+/**
+ * The LLM Dec-POMDP interface (CoLLM paper §2): n agents, each sees its own observation o_{i,t}
+ * (a prompt), emits an action a_{i,t} (a completion); the environment returns one joint reward
+ * and the next state. States are immutable values so a rollout tree can branch from any node.
+ */
+
+/** Global information m_t available to critics (the paper's critic prompt). */
+export interface GlobalInfo {
+  /** 0-based index of the current turn. */
+  turn: number;
+  /** Horizon H (number of turns). */
+  numTurns: number;
+  /** Reward of the previous turn, or null at turn 0. */
+  lastReward: number | null;
+  /** Largest attainable reward per turn, for scaling (null if unknown). */
+  maxReward: number | null;
+}
+
+/** Result of one joint step. */
+export interface StepResult<S> {
+  /** The joint reward r_t (shared by all agents). */
+  reward: number;
+  /** s_{t+1}; for a terminal step, the final state. */
+  next: S;
+  /** True after the last turn or on early termination. */
+  done: boolean;
+  /** Task-specific details (reward breakdowns, feedback text, ...). */
+  info: Record<string, unknown>;
+}
+
+/** An LLM Dec-POMDP environment over tasks of type T with state type S. */
+export interface LLMDecPOMDP<T, S> {
+  readonly name: string;
+  readonly numAgents: number;
+  /** Horizon H: number of turns. */
+  readonly horizon: number;
+  /** s_0 for a task. */
+  initialState(task: T): S;
+  /** o_{i,t}: the prompt agent i sees in state s. */
+  observe(state: S, agent: number): string;
+  /** Applies a joint action (one completion per agent). Must not mutate `state`. */
+  step(state: S, jointAction: readonly string[]): Promise<StepResult<S>>;
+  /** m_t for critics. */
+  globalInfo(state: S): GlobalInfo;
+}
+
+/** Per-agent history h_{i,t} = (o_{i,0}, a_{i,0}, …, o_{i,t}). */
+export interface AgentHistory {
+  observations: string[];
+  actions: string[];
+}
+
+/** Joint history: one {@link AgentHistory} per agent plus the rewards seen so far. */
+export interface JointHistory {
+  agents: AgentHistory[];
+  rewards: number[];
+}

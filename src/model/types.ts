@@ -1,0 +1,83 @@
+import type * as tf from '@tensorflow/tfjs';
+import type { Rng } from '../util/rng.js';
+
+/** Architectures comlrl implements; `model_type` values of config.json map onto these. */
+export type Architecture = 'qwen2' | 'qwen3' | 'llama';
+
+/** Sampling settings for {@link CausalLM.generate}. */
+export interface SamplingOptions {
+  /** Maximum number of generated tokens per sequence. */
+  maxNewTokens: number;
+  /** Softmax temperature; ignored when `greedy`. Default 1. */
+  temperature?: number;
+  /** Nucleus sampling mass; 1 (default) turns it off. */
+  topP?: number;
+  /** Keep only the k most likely tokens; null/undefined/0 turns it off. */
+  topK?: number | null;
+  /** Samples per prompt; outputs are prompt-major (prompt p, sample j at index p·n + j). Default 1. */
+  numReturnSequences?: number;
+  /** Argmax decoding (temperature, top-p and top-k are then ignored). */
+  greedy?: boolean;
+  /** Token ids that end a sequence (the EOS is kept in the output). Defaults to the model's eos ids. */
+  eosTokenIds?: number[];
+  /** Extra ids that end a sequence, kept in the output like EOS. */
+  stopTokenIds?: number[];
+  /** The seeded stream that draws tokens; required unless `greedy`. */
+  rng?: Rng;
+}
+
+/** What {@link CausalLM.generate} returns. */
+export interface GenerationOutput {
+  /** Generated ids per sequence, prompt-major; includes the stop/EOS token when one ended it; no padding. */
+  sequences: number[][];
+  /** Log-probability of each generated token under the distribution it was sampled from (after temperature, top-k, top-p). */
+  logProbs: number[][];
+  /** Whether the sequence ended on an EOS/stop id (false: ran into `maxNewTokens`). */
+  finished: boolean[];
+}
+
+/** Differentiable teacher-forced scores of a batch of completions. */
+export interface CompletionScores {
+  /** log p(token) per completion position, [B, Tmax]; 0 where `mask` is 0. */
+  tokenLogProbs: tf.Tensor2D;
+  /** 1 for real completion tokens, 0 for padding, [B, Tmax]. Built outside the tape. */
+  mask: tf.Tensor2D;
+}
+
+/** A decoder-only causal LM whose weights are tfjs variables. */
+export interface CausalLM {
+  readonly architecture: Architecture;
+  /** The parsed config.json (raw object as read, validated). */
+  readonly config: Readonly<Record<string, unknown>>;
+  readonly vocabSize: number;
+  readonly hiddenSize: number;
+  readonly numLayers: number;
+  /** End-of-sequence ids from config.json / generation_config.json. */
+  readonly eosTokenIds: readonly number[];
+
+  /** Trainable weights in checkpoint order (HF names via {@link CausalLM.weightNames}). */
+  trainableVariables(): tf.Variable[];
+  /** HF tensor names, aligned with {@link CausalLM.trainableVariables}. */
+  weightNames(): string[];
+
+  /**
+   * Teacher-forced log p of every completion token given its prompt (batched, padded, masked).
+   * One value per completion token, EOS included when present; never padding.
+   */
+  tokenLogProbs(promptIds: number[][], completionIds: number[][]): Promise<number[][]>;
+  /** The differentiable form for use under `tf.variableGrads` / `tf.tidy`. */
+  scoreCompletions(promptIds: number[][], completionIds: number[][]): CompletionScores;
+  /**
+   * Final-norm hidden states, [B, Smax, hidden], right-padded (differentiable). Critic heads read
+   * positions out of it.
+   */
+  hiddenStates(inputIds: number[][]): tf.Tensor3D;
+
+  /** Samples continuations with a KV cache. */
+  generate(promptIds: number[][], options: SamplingOptions): Promise<GenerationOutput>;
+
+  /** Writes config.json + model.safetensors (HF layout). dtype defaults to float32. */
+  save(dir: string, options?: { dtype?: 'float32' | 'bfloat16' | 'float16' }): Promise<void>;
+  /** Frees every tensor the model owns. */
+  dispose(): void;
+}
