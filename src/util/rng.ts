@@ -26,7 +26,7 @@ export type RngPurpose = 'sampling' | 'init' | 'minibatch' | 'env' | 'eval' | st
 /** Creates a seeded stream, optionally resumed from a saved state. */
 export function createRng(seed: number | string, resume?: RngState): Rng {
   const prng = resume
-    ? seedrandom('', { state: resume.state as seedrandom.State })
+    ? seedrandom('', { state: resume.state as seedrandom.State.Arc4 })
     : seedrandom(String(seed), { state: true });
   const rng: Rng = {
     next: () => prng.quick(),
@@ -47,7 +47,7 @@ export function createRng(seed: number | string, resume?: RngState): Rng {
       }
       return items;
     },
-    state: () => ({ kind: 'arc4', state: prng.state() }),
+    state: () => ({ kind: 'arc4', state: prng.state() as RngState['state'] }),
   };
   return rng;
 }
