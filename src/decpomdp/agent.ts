@@ -1,0 +1,22 @@
+import type { CausalLM } from '../model/types.js';
+import type { Tokenizer } from '../tokenizer/types.js';
+
+/** How an agent turns an observation (prompt text) into model input. */
+export interface ChatFormat {
+  /** Optional system message placed before the observation. */
+  system?: string;
+  /** Qwen3's `enable_thinking` template switch. */
+  enableThinking?: boolean;
+}
+
+/**
+ * One agent of the LLM Dec-POMDP: a causal LM with its own tokenizer. Agents may differ in
+ * architecture, size and vocabulary; homogeneous agents are separate copies.
+ */
+export interface Agent {
+  readonly name: string;
+  readonly model: CausalLM;
+  readonly tokenizer: Tokenizer;
+  /** Render observations through the tokenizer's chat template (false: raw text). */
+  readonly chat: ChatFormat | false;
+}
