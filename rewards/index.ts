@@ -1,1 +1,3 @@
-export {};
+/** `comlrl/rewards`: the task rewards, their breakdowns, prompts and feedback texts. */
+export * from './tldr/index.js';
+export * from './housebuild/index.js';

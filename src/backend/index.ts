@@ -1,1 +1,3 @@
-export {};
+export * from './init.js';
+export * from './ops.js';
+export * from './wasm-kernels.js';

@@ -1,1 +1,2 @@
-export {};
+export * from './replay.js';
+export * from './targets.js';

@@ -1,1 +1,4 @@
-export {};
+export * from './heads.js';
+export * from './value-model.js';
+export * from './inputs.js';
+export * from './losses.js';

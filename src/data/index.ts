@@ -1,1 +1,6 @@
-export {};
+export * from './errors.js';
+export * from './split.js';
+export * from './read.js';
+export * from './schemas.js';
+export * from './load.js';
+export * from './tasks.js';

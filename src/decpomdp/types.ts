@@ -42,7 +42,22 @@ export interface LLMDecPOMDP<T, S> {
   step(state: S, jointAction: readonly string[]): Promise<StepResult<S>>;
   /** m_t for critics. */
   globalInfo(state: S): GlobalInfo;
+  /**
+   * Optional: how an agent that uses a chat template should render this observation, for tasks
+   * whose reference renders turns differently (HouseBuild: system + user through the template on
+   * turn 1, raw text on follow-ups). Absent: the agent's own chat settings apply.
+   */
+  rendering?(state: S, agent: number): ObservationRendering;
 }
+
+/**
+ * How a chat-formatted agent presents an observation. `chat`: render `[system?, user]` with the
+ * chat template (the task's system prompt replaces the agent's); `raw`: use `observe()`'s text as
+ * is, without the template. Agents with chat formatting off always use `observe()`'s text.
+ */
+export type ObservationRendering =
+  | { kind: 'chat'; system?: string; user: string }
+  | { kind: 'raw' };
 
 /** Per-agent history h_{i,t} = (o_{i,0}, a_{i,0}, …, o_{i,t}). */
 export interface AgentHistory {

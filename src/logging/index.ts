@@ -1,1 +1,11 @@
-export {};
+/** Metrics as JSONL, console summaries, a progress bar, plots (vega-lite → SVG → PNG) and memory figures. */
+export { MetricsLogger, readMetrics } from './metrics.js';
+export type { MetricValue, MetricsRow, MetricsLoggerOptions } from './metrics.js';
+export { formatSummary, formatNumber, formatValue, formatBytes, formatDuration } from './format.js';
+export type { SummaryOptions } from './format.js';
+export { ProgressBar } from './progress.js';
+export type { ProgressBarOptions, ProgressStream } from './progress.js';
+export { writePlots, buildPlotSpec, collectPoints, splitMetricKey, renderSvg, svgToPng } from './plots.js';
+export type { PlotOptions, PlotFiles, PlotPoint } from './plots.js';
+export { peakMemory, sampleMemory } from './memory.js';
+export type { MemoryReport } from './memory.js';

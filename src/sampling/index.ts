@@ -1,1 +1,8 @@
-export {};
+/** Next-token selection with Hugging Face sampling semantics (temperature → top-k → top-p). */
+export { resolveNextTokenOptions } from './options.js';
+export type { NextTokenOptions, ResolvedNextTokenOptions } from './options.js';
+export { processRow, processRowResolved, processLogits } from './process.js';
+export type { CandidateDistribution } from './process.js';
+export { kthLargest } from './topk.js';
+export { sampleNextTokens, sampleFromDistribution, greedyToken } from './sample.js';
+export type { NextTokens } from './sample.js';

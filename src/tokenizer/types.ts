@@ -13,6 +13,11 @@ export interface ChatTemplateOptions {
   enableThinking?: boolean;
   /** Extra template variables (e.g. `tools`). */
   extra?: Record<string, unknown>;
+  /**
+   * Which template to use when the checkpoint has several named ones (a list of `{name, template}`);
+   * default: `tool_use` when `extra.tools` is given and present, else `default`.
+   */
+  templateName?: string;
 }
 
 /** A Hugging Face tokenizer loaded from tokenizer.json + tokenizer_config.json. */
@@ -24,13 +29,29 @@ export interface Tokenizer {
   /** Pad id; falls back to the EOS id when the tokenizer has none (as CoMLRL does). */
   readonly padTokenId: number;
   readonly bosTokenId: number | null;
+  /** Text of the pad token (the EOS text when the tokenizer has no pad). */
+  readonly padToken: string;
+  /** Text of the BOS token, or null. */
+  readonly bosToken: string | null;
   /** Whether a chat template is available. */
   readonly hasChatTemplate: boolean;
-  /** Ids of all special (added, special=true) tokens. */
+  /**
+   * Ids of all special tokens: added tokens marked special, the named ones (eos, pad, bos, unk)
+   * and `additional_special_tokens`. `decode(..., { skipSpecialTokens: true })` drops these.
+   */
   readonly specialTokenIds: ReadonlySet<number>;
 
+  /**
+   * Token ids of `text`. Special-token texts inside it become their ids. `addSpecialTokens`
+   * (default true, as in transformers) runs the tokenizer's post-processor, e.g. Llama's BOS.
+   */
   encode(text: string, options?: { addSpecialTokens?: boolean }): number[];
+  /** Text of `ids` (an empty list gives ''); `skipSpecialTokens` defaults to false. */
   decode(ids: readonly number[], options?: { skipSpecialTokens?: boolean }): string;
+  /** Id of a token's text (added tokens included), or undefined when it is not in the vocabulary. */
+  tokenToId(token: string): number | undefined;
+  /** Text of a token id, or undefined when the id is not in the vocabulary. */
+  idToToken(id: number): string | undefined;
   /** Renders the chat template to text (tokenize with {@link Tokenizer.encode}). */
   applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): string;
   /** Writes tokenizer.json, tokenizer_config.json (and special_tokens_map.json) to dir. */

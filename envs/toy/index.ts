@@ -1,0 +1,2 @@
+export * from './task.js';
+export * from './env.js';

@@ -1,0 +1,104 @@
+import * as tf from '@tensorflow/tfjs';
+import { installWasmKernelFixes } from './wasm-kernels.js';
+
+/** Tensor backends comlrl can run on. */
+export type BackendName = 'wasm' | 'cpu' | 'tensorflow' | 'tensorflow-gpu' | 'webgpu';
+
+export const BACKEND_NAMES: readonly BackendName[] = ['wasm', 'cpu', 'tensorflow', 'tensorflow-gpu', 'webgpu'];
+
+/** Receives the one-line notice naming the chosen backend; `null` silences it. */
+export type BackendLogger = ((line: string) => void) | null;
+
+let logger: BackendLogger = (line) => console.error(line);
+let active: BackendName | null = null;
+const announced = new Set<BackendName>();
+
+/** Replaces (or with `null` silences) the line logged when a backend is chosen. */
+export function setBackendLogger(next: BackendLogger): void {
+  logger = next;
+}
+
+/** The backend chosen by the last successful {@link initBackend}, or null before any. */
+export function activeBackend(): BackendName | null {
+  return active;
+}
+
+function parseBackendName(value: string, source: string): BackendName {
+  if ((BACKEND_NAMES as readonly string[]).includes(value)) return value as BackendName;
+  throw new Error(`${source}: unknown backend '${value}'; expected one of ${BACKEND_NAMES.join(', ')}`);
+}
+
+// Module names are held in variables so TypeScript does not resolve these optional packages.
+async function importOptional(pkg: string, why: string): Promise<unknown> {
+  try {
+    return await import(pkg);
+  } catch (err) {
+    const cause = err instanceof Error ? err.message : String(err);
+    throw new Error(`backend ${why} needs the optional package ${pkg}: run \`npm i ${pkg}@4.22.0\` (${cause})`);
+  }
+}
+
+async function registerBackend(name: BackendName): Promise<string> {
+  switch (name) {
+    case 'wasm':
+      await import('@tensorflow/tfjs-backend-wasm');
+      installWasmKernelFixes();
+      return 'wasm';
+    case 'cpu':
+      return 'cpu';
+    case 'tensorflow':
+      await importOptional('@tensorflow/tfjs-node', "'tensorflow'");
+      return 'tensorflow';
+    case 'tensorflow-gpu':
+      // tfjs-node-gpu registers itself under the same kernel-backend name as tfjs-node.
+      await importOptional('@tensorflow/tfjs-node-gpu', "'tensorflow-gpu'");
+      return 'tensorflow';
+    case 'webgpu': {
+      // Experimental: Node has no navigator.gpu, so Dawn (the `webgpu` package) provides one.
+      const dawn = (await importOptional('webgpu', "'webgpu' (experimental)")) as {
+        create?: (flags: string[]) => unknown;
+        globals?: Record<string, unknown>;
+      };
+      if (typeof dawn.create !== 'function') throw new Error("backend 'webgpu': the `webgpu` package has no create()");
+      if (dawn.globals) Object.assign(globalThis, dawn.globals);
+      const g = globalThis as { navigator?: { gpu?: unknown } };
+      if (!g.navigator?.gpu) {
+        Object.defineProperty(globalThis, 'navigator', { value: { gpu: dawn.create([]) }, configurable: true, writable: true });
+      }
+      await importOptional('@tensorflow/tfjs-backend-webgpu', "'webgpu' (experimental)");
+      return 'webgpu';
+    }
+  }
+}
+
+/**
+ * Selects and initialises the tensor backend. Choice: `name`, else env `COMLRL_BACKEND`, else
+ * `wasm`. The optional native backends are imported only when asked for; a missing package is an
+ * error naming what to install. Logs `[comlrl] backend: <name>` once per chosen backend.
+ */
+export async function initBackend(name?: BackendName): Promise<BackendName> {
+  const env = process.env.COMLRL_BACKEND;
+  const wanted: BackendName =
+    name !== undefined
+      ? parseBackendName(name, 'initBackend')
+      : env !== undefined && env !== ''
+        ? parseBackendName(env, 'COMLRL_BACKEND')
+        : 'wasm';
+  // tfjs's own console nags ("install the node backend", ...) are noise for library users.
+  tf.env().set('PROD', true);
+  const kernelName = await registerBackend(wanted);
+  if (active === wanted && tf.getBackend() === kernelName) return wanted;
+  // setBackend's boolean is the truth: getBackend() can name a backend whose init failed.
+  const ok = await tf.setBackend(kernelName);
+  if (!ok) {
+    const hint = wanted === 'webgpu' ? ' (no WebGPU adapter: needs a Vulkan/Metal/D3D12-capable driver)' : '';
+    throw new Error(`backend '${wanted}' failed to initialise${hint}`);
+  }
+  await tf.ready();
+  active = wanted;
+  if (!announced.has(wanted)) {
+    announced.add(wanted);
+    logger?.(`[comlrl] backend: ${wanted}${wanted === 'webgpu' ? ' (experimental)' : ''}`);
+  }
+  return wanted;
+}

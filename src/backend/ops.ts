@@ -1,0 +1,200 @@
+import * as tf from '@tensorflow/tfjs';
+
+// Small differentiable primitives that route around the wasm backend's slow or missing kernels
+// (backend-findings §3.3/§3.4). They are numerically the plain tfjs ops on every backend.
+
+type Saver = (tensors: tf.Tensor[]) => void;
+type GradResult = { value: tf.Tensor; gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.Tensor[] };
+
+// tf.customGrad's public typing mixes tensors and the save callback in one rest array.
+function custom(f: (inputs: tf.Tensor[], save: Saver) => GradResult): (...inputs: tf.Tensor[]) => tf.Tensor {
+  return tf.customGrad(((...args: Array<tf.Tensor | Saver>) => {
+    const save = args[args.length - 1] as Saver;
+    return f(args.slice(0, -1) as tf.Tensor[], save);
+  }) as Parameters<typeof tf.customGrad>[0]);
+}
+
+/** Swaps the last two axes with an explicit transpose (no transpose flags on matMul). */
+export function transposeLast2<T extends tf.Tensor>(x: T): T {
+  const r = x.rank;
+  if (r < 2) throw new Error(`transposeLast2: needs rank >= 2, got rank ${r}`);
+  const perm = [...Array(r - 2).keys(), r - 1, r - 2];
+  return tf.transpose(x, perm);
+}
+
+/**
+ * Plain (non-differentiable-aware) matmul: rank-2 directly, higher ranks split into 2-D matmuls
+ * over the flattened batch, which is several times faster than BatchMatMul on wasm.
+ * Batch dims of `a` and `b` must be equal (no broadcasting).
+ */
+export function rawMatMul(a: tf.Tensor, b: tf.Tensor): tf.Tensor {
+  if (a.rank !== b.rank) throw new Error(`matMul: rank mismatch ${a.rank} vs ${b.rank}`);
+  if (a.rank === 2) return tf.matMul(a as tf.Tensor2D, b as tf.Tensor2D);
+  const batch = a.shape.slice(0, -2);
+  const bBatch = b.shape.slice(0, -2);
+  if (batch.some((d, i) => d !== bBatch[i])) {
+    throw new Error(`matMul: batch dims differ [${batch.join(',')}] vs [${bBatch.join(',')}]`);
+  }
+  const n = batch.reduce((x, y) => x * y, 1);
+  const [m, k] = a.shape.slice(-2);
+  const [k2, p] = b.shape.slice(-2);
+  if (k !== k2) throw new Error(`matMul: inner dims differ ${k} vs ${k2}`);
+  const as = tf.unstack(tf.reshape(a, [n, m, k]));
+  const bs = tf.unstack(tf.reshape(b, [n, k, p]));
+  const outs = as.map((x, i) => tf.matMul(x as tf.Tensor2D, bs[i] as tf.Tensor2D));
+  return tf.reshape(tf.stack(outs), [...batch, m, p]);
+}
+
+const matMulGrad = custom(([a, b], save) => {
+  save([a, b]);
+  return {
+    value: rawMatMul(a, b),
+    gradFunc: (dy, [sa, sb]) => [rawMatMul(dy, transposeLast2(sb)), rawMatMul(transposeLast2(sa), dy)],
+  };
+});
+
+/**
+ * `a @ b` for equal-rank operands ([..., m, k] x [..., k, p]) whose gradient uses explicit
+ * transposes and 2-D matmuls instead of tfjs's transpose-flag BatchMatMul (≈12x slower on wasm).
+ */
+export function matMul<T extends tf.Tensor>(a: T, b: tf.Tensor): T {
+  return matMulGrad(a, b) as T;
+}
+
+const linearGrad = custom(([x, w], save) => {
+  save([x, w]);
+  return {
+    value: tf.matMul(x as tf.Tensor2D, tf.transpose(w as tf.Tensor2D)),
+    // d/dx = dy·W ; d/dW = dyᵀ·x, already in W's [out, in] layout.
+    gradFunc: (dy, [sx, sw]) => [
+      tf.matMul(dy as tf.Tensor2D, sw as tf.Tensor2D),
+      tf.matMul(tf.transpose(dy as tf.Tensor2D), sx as tf.Tensor2D),
+    ],
+  };
+});
+
+/**
+ * A linear layer in Hugging Face weight layout: `x [N, in]`, `weight [out, in]`, optional
+ * `bias [out]`; returns `x·weightᵀ + bias` as [N, out].
+ */
+export function linear(x: tf.Tensor2D, weight: tf.Tensor2D, bias?: tf.Tensor1D): tf.Tensor2D {
+  if (x.shape[1] !== weight.shape[1]) {
+    throw new Error(`linear: input width ${x.shape[1]} does not match weight [${weight.shape.join(',')}]`);
+  }
+  const y = linearGrad(x, weight) as tf.Tensor2D;
+  return bias ? tf.add(y, bias) : y;
+}
+
+const gatherRowsGrad = custom(([table, idx], save) => {
+  save([idx]);
+  return {
+    value: tf.gather(table, idx),
+    // Scatter-add sums duplicate rows; tfjs's own gather gradient needs UnsortedSegmentSum (no wasm kernel).
+    gradFunc: (dy, [si]) => [tf.scatterND(tf.reshape(si, [-1, 1]), dy, table.shape), tf.zerosLike(si)],
+  };
+});
+
+/**
+ * Rows `table[idx[i]]` (axis 0) with a scatter-add gradient. Use it for embeddings and for
+ * picking positions out of a flattened [B·S, D] tensor (instead of `gather` with batchDims, which
+ * is wrong on wasm).
+ */
+export function gatherRows<T extends tf.Tensor>(table: T, idx: tf.Tensor1D | Int32Array | number[]): T {
+  const ids = idx instanceof tf.Tensor ? idx : tf.tensor1d(Int32Array.from(idx), 'int32');
+  if (ids.dtype !== 'int32') throw new Error(`gatherRows: indices must be int32, got ${ids.dtype}`);
+  const out = gatherRowsGrad(table, ids) as T;
+  if (!(idx instanceof tf.Tensor)) ids.dispose();
+  return out;
+}
+
+/**
+ * `x[i, cols[i]]` for a 2-D `x [N, V]`, as a [N] tensor, via a flattened index `i·V + col`
+ * (differentiable; no batchDims gather).
+ */
+export function takeAlongRows(x: tf.Tensor2D, cols: ArrayLike<number>): tf.Tensor1D {
+  const [n, v] = x.shape;
+  if (cols.length !== n) throw new Error(`takeAlongRows: ${cols.length} columns for ${n} rows`);
+  const flat = new Int32Array(n);
+  for (let i = 0; i < n; i++) {
+    const c = cols[i];
+    if (!Number.isInteger(c) || c < 0 || c >= v) throw new Error(`takeAlongRows: column ${c} out of range [0, ${v}) at row ${i}`);
+    flat[i] = i * v + c;
+  }
+  return tf.tidy(() => gatherRows(tf.reshape(x, [n * v, 1]), flat).reshape([n]) as tf.Tensor1D);
+}
+
+/**
+ * Runs `fn(...inputs)` as one op whose gradient is zero for every input. Ops inside `fn` are not
+ * recorded on the gradient tape, so comparisons (`greater`, `equal`, ...) that have no gradient in
+ * tfjs can build masks from differentiated tensors.
+ */
+export function withoutGradient<T extends tf.Tensor>(inputs: readonly tf.Tensor[], fn: (...xs: tf.Tensor[]) => T): T {
+  if (inputs.length === 0) return fn();
+  const op = custom((xs) => ({
+    // clone: a customGrad value must be a new tensor even when fn returns an input unchanged.
+    value: tf.clone(fn(...xs)),
+    gradFunc: () => xs.map((x) => tf.zerosLike(x)),
+  }));
+  return op(...inputs) as T;
+}
+
+/** The same values with a zero gradient (tfjs has no stop-gradient op). */
+export function stopGradient<T extends tf.Tensor>(x: T): T {
+  return withoutGradient([x], (t) => t) as T;
+}
+
+/**
+ * A 0/1 float mask [B, T]: row b has ones in [starts[b], starts[b] + lengths[b]).
+ * Built from plain numbers, so it is a constant under any gradient tape.
+ */
+export function lengthMask(lengths: readonly number[], width: number, starts?: readonly number[]): tf.Tensor2D {
+  const data = new Float32Array(lengths.length * width);
+  lengths.forEach((len, b) => {
+    const s = starts?.[b] ?? 0;
+    const e = Math.min(width, s + len);
+    for (let t = Math.max(0, s); t < e; t++) data[b * width + t] = 1;
+  });
+  return tf.tensor2d(data, [lengths.length, width]);
+}
+
+/** Additive bias that masks disallowed attention: 0 where allowed, this value where not. */
+export const MASKED_BIAS = -1e9;
+
+/**
+ * Additive causal mask [S, S]: query i sees keys 0..i. A large finite negative (not -inf), so a
+ * row with every key masked stays finite.
+ */
+export function causalBias(size: number): tf.Tensor2D {
+  const data = new Float32Array(size * size);
+  for (let i = 0; i < size; i++) for (let j = i + 1; j < size; j++) data[i * size + j] = MASKED_BIAS;
+  return tf.tensor2d(data, [size, size]);
+}
+
+/**
+ * Additive attention bias [B, 1, Q, K] for left-padded rows with a cache: query q of row b sits at
+ * absolute slot `keyLen - Q + q`, sees keys up to that slot, and never the first `padding[b]` keys
+ * (a padded query still sees itself, so no row is all-masked).
+ */
+export function paddedCausalBias(padding: readonly number[], queryLen: number, keyLen: number): tf.Tensor4D {
+  const b = padding.length;
+  const data = new Float32Array(b * queryLen * keyLen);
+  for (let r = 0; r < b; r++) {
+    for (let q = 0; q < queryLen; q++) {
+      const slot = keyLen - queryLen + q;
+      const base = (r * queryLen + q) * keyLen;
+      for (let k = 0; k < keyLen; k++) {
+        const allowed = k <= slot && (k >= padding[r] || k === slot);
+        if (!allowed) data[base + k] = MASKED_BIAS;
+      }
+    }
+  }
+  return tf.tensor4d(data, [b, 1, queryLen, keyLen]);
+}
+
+/**
+ * `tf.tidy` for results whose static type is not a `TensorContainer` (interfaces, nullable
+ * fields): every tensor reachable from the result is kept, everything else is disposed.
+ */
+export function tidyKeep<T>(fn: () => T): T {
+  return tf.tidy(fn as () => tf.TensorContainer) as T;
+}

@@ -1,0 +1,217 @@
+/**
+ * Value heads: small networks that map a final-norm hidden state h [H] to one scalar value.
+ *
+ * Built in: `linear` (h → 1) and `mlp` (h → d → tanh → 1), both initialised N(0, 0.02) with
+ * zero biases (CoMLRL's `ValueHead`). Users add their own kinds with {@link registerCriticHead}.
+ * Weights use the Hugging Face / torch `nn.Linear` layout ([out, in]) so a saved head reads
+ * naturally next to a checkpoint.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { linear } from '../backend/ops.js';
+import { readSafetensors, writeSafetensors, type NamedTensor } from '../model/safetensors.js';
+import type { Rng } from '../util/rng.js';
+
+/** Standard deviation of the normal initialisation of every head weight (CoMLRL's 0.02). */
+export const HEAD_INIT_STD = 0.02;
+
+/** File names a saved head uses inside its directory. */
+export const HEAD_WEIGHTS_FILE = 'value_head.safetensors';
+export const HEAD_CONFIG_FILE = 'value_head.json';
+
+/** What a head kind is built from: its registered name plus kind-specific options. */
+export interface CriticHeadSpec {
+  /** Registered kind: `linear`, `mlp`, or a name passed to {@link registerCriticHead}. */
+  type: string;
+  /** Width of the hidden layer for kinds that have one (`mlp`). */
+  hiddenDim?: number;
+  /** Extra options for user kinds (JSON-serializable: it is saved with the weights). */
+  options?: Record<string, unknown>;
+}
+
+/** A value head: [N, hidden] → [N]. Owns its variables. */
+export interface CriticHead {
+  /** The spec it was built from (saved beside the weights). */
+  readonly spec: CriticHeadSpec;
+  /** Input width (the backbone's hidden size). */
+  readonly inputSize: number;
+  /** Values for a batch of hidden states; differentiable w.r.t. the head's variables and `h`. */
+  apply(h: tf.Tensor2D): tf.Tensor1D;
+  /** Trainable variables, in the order of {@link CriticHead.weightNames}. */
+  trainableVariables(): tf.Variable[];
+  /** Tensor names used when saving, aligned with {@link CriticHead.trainableVariables}. */
+  weightNames(): string[];
+  /** Frees the variables. */
+  dispose(): void;
+}
+
+/** Builds a head of one kind. `rng` is the seeded init stream. */
+export type CriticHeadFactory = (inputSize: number, spec: CriticHeadSpec, rng: Rng) => CriticHead;
+
+/** A [rows, cols] variable drawn from N(0, std²) with the given stream. */
+export function normalVariable(rows: number, cols: number, rng: Rng, name: string, std = HEAD_INIT_STD): tf.Variable {
+  const data = new Float32Array(rows * cols);
+  for (let i = 0; i < data.length; i++) data[i] = rng.normal() * std;
+  return tf.variable(tf.tensor2d(data, [rows, cols]), true, name);
+}
+
+let headCounter = 0;
+function uniqueName(base: string): string {
+  headCounter += 1;
+  return `comlrl_head_${headCounter}_${base}`;
+}
+
+function zerosVariable(n: number, name: string): tf.Variable {
+  return tf.variable(tf.zeros([n]), true, name);
+}
+
+function assertWidth(kind: string, expected: number, h: tf.Tensor): void {
+  if (h.rank !== 2 || h.shape[1] !== expected) {
+    throw new Error(`${kind} value head: expected hidden states [N, ${expected}], got [${h.shape.join(', ')}]`);
+  }
+}
+
+/** Linear head h → 1 (CoMLRL's default when no hidden dim is set). */
+export function createLinearHead(inputSize: number, spec: CriticHeadSpec, rng: Rng): CriticHead {
+  const w = normalVariable(1, inputSize, rng, uniqueName('w'));
+  const b = zerosVariable(1, uniqueName('b'));
+  return {
+    spec: { type: spec.type },
+    inputSize,
+    apply(h) {
+      assertWidth('linear', inputSize, h);
+      return tf.tidy(() => tf.reshape(linear(h, w as tf.Variable<tf.Rank.R2>, b as tf.Variable<tf.Rank.R1>), [-1]) as tf.Tensor1D);
+    },
+    trainableVariables: () => [w, b],
+    weightNames: () => ['summary.weight', 'summary.bias'],
+    dispose() {
+      w.dispose();
+      b.dispose();
+    },
+  };
+}
+
+/** MLP head h → d → tanh → 1 (CoMLRL's head when a hidden dim is set). */
+export function createMlpHead(inputSize: number, spec: CriticHeadSpec, rng: Rng): CriticHead {
+  const d = spec.hiddenDim;
+  if (d === undefined || !Number.isInteger(d) || d < 1) {
+    throw new Error(`mlp value head: hiddenDim must be an integer >= 1 (got ${String(d)})`);
+  }
+  // Draw order (w1 then w2) is part of the seeded contract: same seed, same head.
+  const w1 = normalVariable(d, inputSize, rng, uniqueName('w1'));
+  const b1 = zerosVariable(d, uniqueName('b1'));
+  const w2 = normalVariable(1, d, rng, uniqueName('w2'));
+  const b2 = zerosVariable(1, uniqueName('b2'));
+  return {
+    spec: { type: spec.type, hiddenDim: d },
+    inputSize,
+    apply(h) {
+      assertWidth('mlp', inputSize, h);
+      return tf.tidy(() => {
+        const z = tf.tanh(linear(h, w1 as tf.Variable<tf.Rank.R2>, b1 as tf.Variable<tf.Rank.R1>));
+        return tf.reshape(linear(z, w2 as tf.Variable<tf.Rank.R2>, b2 as tf.Variable<tf.Rank.R1>), [-1]) as tf.Tensor1D;
+      });
+    },
+    trainableVariables: () => [w1, b1, w2, b2],
+    weightNames: () => ['fc1.weight', 'fc1.bias', 'fc2.weight', 'fc2.bias'],
+    dispose() {
+      for (const v of [w1, b1, w2, b2]) v.dispose();
+    },
+  };
+}
+
+const registry = new Map<string, CriticHeadFactory>([
+  ['linear', createLinearHead],
+  ['mlp', createMlpHead],
+]);
+
+/**
+ * Registers a head kind under `name` so configs and saved heads can refer to it. Re-registering a
+ * name replaces it, except for the built-in kinds, which cannot be replaced.
+ */
+export function registerCriticHead(name: string, factory: CriticHeadFactory): void {
+  if (name === 'linear' || name === 'mlp') {
+    throw new Error(`registerCriticHead: '${name}' is a built-in head kind and cannot be replaced`);
+  }
+  if (!/^[A-Za-z0-9_.-]+$/.test(name)) {
+    throw new Error(`registerCriticHead: name '${name}' must use letters, digits, '_', '.' or '-'`);
+  }
+  registry.set(name, factory);
+}
+
+/** Names of every registered head kind. */
+export function listCriticHeads(): string[] {
+  return [...registry.keys()];
+}
+
+/**
+ * CoMLRL's rule for the head spec from a `*_value_head_hidden_dim` setting: a positive hidden dim
+ * gives the MLP head, null/0 the linear head.
+ */
+export function headSpecFromHiddenDim(hiddenDim: number | null | undefined): CriticHeadSpec {
+  return hiddenDim !== null && hiddenDim !== undefined && hiddenDim > 0 ? { type: 'mlp', hiddenDim } : { type: 'linear' };
+}
+
+/** Builds a head of a registered kind. */
+export function createCriticHead(inputSize: number, spec: CriticHeadSpec, rng: Rng): CriticHead {
+  const factory = registry.get(spec.type);
+  if (!factory) {
+    throw new Error(`unknown value head type '${spec.type}'; registered: ${listCriticHeads().join(', ')} (add one with registerCriticHead)`);
+  }
+  if (!Number.isInteger(inputSize) || inputSize < 1) throw new Error(`value head: inputSize must be an integer >= 1 (got ${inputSize})`);
+  const head = factory(inputSize, spec, rng);
+  if (head.trainableVariables().length !== head.weightNames().length) {
+    throw new Error(`value head '${spec.type}': ${head.trainableVariables().length} variables but ${head.weightNames().length} weight names`);
+  }
+  return head;
+}
+
+/** Writes `value_head.safetensors` (float32) and `value_head.json` (spec and input size) into `dir`. */
+export async function saveCriticHead(head: CriticHead, dir: string): Promise<void> {
+  await fs.promises.mkdir(dir, { recursive: true });
+  const names = head.weightNames();
+  const tensors: NamedTensor[] = head.trainableVariables().map((v, i) => ({
+    name: names[i],
+    shape: [...v.shape],
+    data: Float32Array.from(v.dataSync()),
+  }));
+  writeSafetensors(path.join(dir, HEAD_WEIGHTS_FILE), tensors, 'F32');
+  const config = { format: 'comlrl-value-head', version: 1, input_size: head.inputSize, spec: head.spec };
+  await fs.promises.writeFile(path.join(dir, HEAD_CONFIG_FILE), `${JSON.stringify(config, null, 2)}\n`);
+}
+
+/**
+ * Loads a head written by {@link saveCriticHead}. Its kind must be registered in this process.
+ * Weights must match the names and shapes the kind builds.
+ */
+export async function loadCriticHead(dir: string, rng: Rng): Promise<CriticHead> {
+  const cfgPath = path.join(dir, HEAD_CONFIG_FILE);
+  if (!fs.existsSync(cfgPath)) throw new Error(`${cfgPath}: value head config not found`);
+  const raw = JSON.parse(await fs.promises.readFile(cfgPath, 'utf8')) as {
+    input_size?: unknown;
+    spec?: { type?: unknown; hiddenDim?: unknown; options?: unknown };
+  };
+  if (typeof raw.input_size !== 'number' || typeof raw.spec?.type !== 'string') {
+    throw new Error(`${cfgPath}: expected fields input_size (number) and spec.type (string)`);
+  }
+  const spec: CriticHeadSpec = { type: raw.spec.type };
+  if (typeof raw.spec.hiddenDim === 'number') spec.hiddenDim = raw.spec.hiddenDim;
+  if (raw.spec.options && typeof raw.spec.options === 'object') spec.options = raw.spec.options as Record<string, unknown>;
+  const head = createCriticHead(raw.input_size, spec, rng);
+  const weights = readSafetensors(path.join(dir, HEAD_WEIGHTS_FILE));
+  const names = head.weightNames();
+  head.trainableVariables().forEach((v, i) => {
+    const t = weights.get(names[i]);
+    if (!t) {
+      head.dispose();
+      throw new Error(`${path.join(dir, HEAD_WEIGHTS_FILE)}: missing tensor '${names[i]}'`);
+    }
+    if (t.shape.length !== v.shape.length || t.shape.some((d, j) => d !== v.shape[j])) {
+      head.dispose();
+      throw new Error(`${path.join(dir, HEAD_WEIGHTS_FILE)}: tensor '${names[i]}' has shape [${t.shape.join(',')}], expected [${v.shape.join(',')}]`);
+    }
+    tf.tidy(() => v.assign(tf.tensor(t.data, v.shape)));
+  });
+  return head;
+}

@@ -1,0 +1,195 @@
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { causalBias, gatherRows, lengthMask, takeAlongRows } from '../backend/index.js';
+import type { DecoderConfig } from './config.js';
+import { Decoder } from './decoder.js';
+import { generateSequences, type GenerationMode } from './generate.js';
+import { RotaryTables, ropeInverseFrequencies } from './rope.js';
+import { writeSafetensors, type SafetensorsDtype } from './safetensors.js';
+import type { Architecture, CausalLM, CompletionScores, GenerationOutput, SamplingOptions } from './types.js';
+import { expectedWeights, type WeightSpec } from './weights.js';
+
+let modelCounter = 0;
+
+const DTYPES: Record<'float32' | 'bfloat16' | 'float16', SafetensorsDtype> = {
+  float32: 'F32',
+  bfloat16: 'BF16',
+  float16: 'F16',
+};
+
+/** A Qwen2 / Qwen3 / Llama causal LM whose weights are tfjs variables. */
+export class TfCausalLM implements CausalLM {
+  readonly architecture: Architecture;
+  readonly vocabSize: number;
+  readonly hiddenSize: number;
+  readonly numLayers: number;
+  readonly eosTokenIds: readonly number[];
+  readonly decoder: Decoder;
+  readonly rope: RotaryTables;
+  private readonly specs: WeightSpec[];
+  private readonly vars: Map<string, tf.Variable>;
+  private disposed = false;
+
+  /**
+   * @param decoderConfig - the normalised config.
+   * @param config - the raw config.json object (written back by {@link TfCausalLM.save}).
+   * @param weights - float32 values for every name of {@link expectedWeights}.
+   * @param generationConfig - raw generation_config.json, written back on save when present.
+   */
+  constructor(
+    readonly decoderConfig: DecoderConfig,
+    readonly config: Readonly<Record<string, unknown>>,
+    weights: ReadonlyMap<string, { shape: number[]; data: Float32Array }>,
+    private readonly generationConfig: Readonly<Record<string, unknown>> | null = null,
+  ) {
+    this.architecture = decoderConfig.architecture;
+    this.vocabSize = decoderConfig.vocabSize;
+    this.hiddenSize = decoderConfig.hiddenSize;
+    this.numLayers = decoderConfig.numLayers;
+    this.eosTokenIds = decoderConfig.eosTokenIds;
+    this.specs = expectedWeights(decoderConfig);
+    const id = modelCounter++;
+    this.vars = new Map();
+    for (const s of this.specs) {
+      const w = weights.get(s.name);
+      if (!w) throw new Error(`TfCausalLM: weight '${s.name}' missing`);
+      const t = tf.tensor(w.data, s.shape, 'float32');
+      this.vars.set(s.name, tf.variable(t, true, `comlrl_m${id}/${s.name}`));
+      t.dispose();
+    }
+    this.decoder = new Decoder(decoderConfig, this.vars);
+    this.rope = new RotaryTables(
+      ropeInverseFrequencies(decoderConfig.headDim, decoderConfig.ropeTheta, decoderConfig.ropeScaling),
+      decoderConfig.headDim,
+    );
+  }
+
+  private live(): void {
+    if (this.disposed) throw new Error('CausalLM: model was disposed');
+  }
+
+  trainableVariables(): tf.Variable[] {
+    this.live();
+    return this.specs.map((s) => this.vars.get(s.name)!);
+  }
+
+  weightNames(): string[] {
+    return this.specs.map((s) => s.name);
+  }
+
+  /** Final-norm hidden states [B·S, hidden] for right-padded rows (causal attention needs no pad mask). */
+  private hiddenFlat(rows: number[][], width: number): tf.Tensor2D {
+    const b = rows.length;
+    const flat = new Int32Array(b * width);
+    rows.forEach((r, i) => {
+      for (const id of r) {
+        if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) throw new Error(`CausalLM: token id ${id} outside [0, ${this.vocabSize})`);
+      }
+      flat.set(r, i * width);
+    });
+    const positions = [Array.from({ length: width }, (_, j) => j)];
+    const { cos, sin } = this.rope.tables(positions);
+    const bias = causalBias(width);
+    return this.decoder.forward(this.decoder.embed(flat), { batch: b, seqLen: width, cos, sin, bias }).hidden;
+  }
+
+  hiddenStates(inputIds: number[][]): tf.Tensor3D {
+    this.live();
+    if (inputIds.length === 0) throw new Error('hiddenStates: inputIds is empty');
+    const width = Math.max(1, ...inputIds.map((r) => r.length));
+    return tf.tidy(() => tf.reshape(this.hiddenFlat(inputIds, width), [inputIds.length, width, this.hiddenSize]));
+  }
+
+  /** Full logits [B, Smax, vocab] of right-padded rows (positions past a row's end are padding). */
+  logits(inputIds: number[][]): tf.Tensor3D {
+    this.live();
+    const width = Math.max(1, ...inputIds.map((r) => r.length));
+    return tf.tidy(() =>
+      tf.reshape(this.decoder.logits(this.hiddenFlat(inputIds, width)), [inputIds.length, width, this.vocabSize]),
+    );
+  }
+
+  scoreCompletions(promptIds: number[][], completionIds: number[][]): CompletionScores {
+    this.live();
+    if (promptIds.length !== completionIds.length) {
+      throw new Error(`scoreCompletions: ${promptIds.length} prompts but ${completionIds.length} completions`);
+    }
+    const b = promptIds.length;
+    promptIds.forEach((p, i) => {
+      if (p.length === 0) throw new Error(`scoreCompletions: promptIds[${i}] is empty (the first completion token needs a context)`);
+    });
+    const lens = completionIds.map((c) => c.length);
+    const cmax = Math.max(0, ...lens);
+    if (b === 0 || cmax === 0) {
+      return { tokenLogProbs: tf.zeros([b, cmax]) as tf.Tensor2D, mask: tf.zeros([b, cmax]) as tf.Tensor2D };
+    }
+    const rows = promptIds.map((p, i) => [...p, ...completionIds[i]]);
+    const width = Math.max(...rows.map((r) => r.length));
+    // Completion token j of row i is predicted from position P_i - 1 + j; padding reads row start.
+    const pick = new Int32Array(b * cmax);
+    const targets = new Int32Array(b * cmax);
+    for (let i = 0; i < b; i++) {
+      for (let j = 0; j < lens[i]; j++) {
+        pick[i * cmax + j] = i * width + promptIds[i].length - 1 + j;
+        targets[i * cmax + j] = completionIds[i][j];
+      }
+      for (let j = lens[i]; j < cmax; j++) pick[i * cmax + j] = i * width;
+    }
+    return tf.tidy(() => {
+      const hidden = gatherRows(this.hiddenFlat(rows, width), pick);
+      const logits = this.decoder.logits(hidden);
+      const lp = tf.sub(takeAlongRows(logits, targets), tf.reshape(tf.logSumExp(logits, 1), [b * cmax]));
+      const mask = lengthMask(lens, cmax);
+      return { tokenLogProbs: tf.mul(tf.reshape(lp, [b, cmax]), mask) as tf.Tensor2D, mask };
+    });
+  }
+
+  async tokenLogProbs(promptIds: number[][], completionIds: number[][]): Promise<number[][]> {
+    const t = tf.tidy(() => this.scoreCompletions(promptIds, completionIds).tokenLogProbs);
+    const cmax = t.shape[1];
+    const data = await t.data();
+    t.dispose();
+    return completionIds.map((c, i) => Array.from(data.subarray(i * cmax, i * cmax + c.length)));
+  }
+
+  generate(promptIds: number[][], options: SamplingOptions): Promise<GenerationOutput> {
+    this.live();
+    return generateSequences(this, promptIds, options, 'cache');
+  }
+
+  /** Like {@link TfCausalLM.generate}, choosing the KV cache or whole-sequence recomputation (benchmarks, tests). */
+  generateWith(promptIds: number[][], options: SamplingOptions, mode: GenerationMode): Promise<GenerationOutput> {
+    this.live();
+    return generateSequences(this, promptIds, options, mode);
+  }
+
+  async save(dir: string, options: { dtype?: 'float32' | 'bfloat16' | 'float16' } = {}): Promise<void> {
+    this.live();
+    const dtype = options.dtype ?? 'float32';
+    const st = DTYPES[dtype];
+    if (!st) throw new Error(`save: dtype must be float32, bfloat16 or float16, got '${String(dtype)}'`);
+    fs.mkdirSync(dir, { recursive: true });
+    const tensors = [];
+    for (const s of this.specs) {
+      const data = (await this.vars.get(s.name)!.data()) as Float32Array;
+      tensors.push({ name: s.name, shape: s.shape, data });
+    }
+    writeSafetensors(path.join(dir, 'model.safetensors'), tensors, st);
+    const config = { ...this.config, torch_dtype: dtype };
+    fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config, null, 2) + '\n');
+    if (this.generationConfig) {
+      fs.writeFileSync(path.join(dir, 'generation_config.json'), JSON.stringify(this.generationConfig, null, 2) + '\n');
+    }
+    // A stale index would shadow the single file we just wrote.
+    const index = path.join(dir, 'model.safetensors.index.json');
+    if (fs.existsSync(index)) fs.rmSync(index);
+  }
+
+  dispose(): void {
+    if (this.disposed) return;
+    this.disposed = true;
+    for (const v of this.vars.values()) v.dispose();
+    this.vars.clear();
+  }
+}

@@ -1,0 +1,161 @@
+import * as tf from '@tensorflow/tfjs';
+import { gatherRows, linear, matMul } from '../backend/index.js';
+import type { DecoderConfig } from './config.js';
+import { applyRotary } from './rope.js';
+
+/** Keys (pre-transposed, [B, KV, headDim, T]) and values ([B, KV, T, headDim]) of one layer. */
+export interface LayerCache {
+  kT: tf.Tensor4D;
+  v: tf.Tensor4D;
+}
+
+/** Inputs shared by every layer of one forward pass. */
+export interface ForwardContext {
+  batch: number;
+  /** New positions per row in this pass. */
+  seqLen: number;
+  /** RoPE tables [B or 1, 1, S, headDim]. */
+  cos: tf.Tensor4D;
+  sin: tf.Tensor4D;
+  /** Additive attention bias broadcastable to [B, heads, S, keys]. */
+  bias: tf.Tensor;
+  /** Earlier keys/values per layer (generation), or undefined. */
+  past?: LayerCache[];
+  /** Whether to return the updated caches. */
+  keepCache?: boolean;
+  /** Pre-transposed weights for tape-free passes (see {@link Decoder.freeze}). */
+  frozen?: FrozenWeights;
+}
+
+/** Linear weights transposed once to [in, out], keyed by HF name; valid until the weights change. */
+export type FrozenWeights = ReadonlyMap<string, tf.Tensor2D>;
+
+const HEAD = 'lm_head.weight';
+
+/** RMSNorm over the last axis: x / sqrt(mean(x²) + eps) · weight. */
+export function rmsNorm<T extends tf.Tensor>(x: T, weight: tf.Tensor1D, eps: number): T {
+  const ms = tf.mean(tf.square(x), -1, true);
+  return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), weight);
+}
+
+/**
+ * The decoder stack (Qwen2 / Qwen3 / Llama) over weights held as tfjs variables in Hugging Face
+ * layout. Activations are kept 2-D ([B·S, hidden]) except inside attention.
+ */
+export class Decoder {
+  constructor(
+    readonly cfg: DecoderConfig,
+    private readonly w: ReadonlyMap<string, tf.Variable>,
+  ) {}
+
+  private t<T extends tf.Tensor>(name: string): T {
+    const v = this.w.get(name);
+    if (!v) throw new Error(`decoder: weight '${name}' not loaded`);
+    return v as unknown as T;
+  }
+
+  private opt(name: string): tf.Tensor1D | undefined {
+    return this.w.get(name) as unknown as tf.Tensor1D | undefined;
+  }
+
+  /** Token embeddings for flat ids, [N, hidden]. */
+  embed(ids: Int32Array): tf.Tensor2D {
+    return gatherRows(this.t<tf.Tensor2D>('model.embed_tokens.weight'), ids);
+  }
+
+  /** The output head's weight (the embedding table when tied). */
+  headWeight(): tf.Tensor2D {
+    return this.t<tf.Tensor2D>(this.cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight');
+  }
+
+  /** Logits [N, vocab] from final hidden states [N, hidden]. */
+  logits(hidden: tf.Tensor2D, frozen?: FrozenWeights): tf.Tensor2D {
+    const t = frozen?.get(HEAD);
+    return t ? tf.matMul(hidden, t) : linear(hidden, this.headWeight());
+  }
+
+  /**
+   * Transposes every linear weight once ([out, in] → [in, out]) so that a run of tape-free passes
+   * (generation) pays no per-step transpose; wasm transposes are slow. The caller disposes the map.
+   */
+  freeze(): Map<string, tf.Tensor2D> {
+    const out = new Map<string, tf.Tensor2D>();
+    for (const [name, v] of this.w) {
+      if (name.endsWith('_proj.weight')) out.set(name, tf.keep(tf.transpose(v as unknown as tf.Tensor2D)));
+    }
+    out.set(HEAD, tf.keep(tf.transpose(this.headWeight())));
+    return out;
+  }
+
+  /** x·Wᵀ (+ bias) for the named projection, from frozen weights when given. */
+  private proj(name: string, x: tf.Tensor2D, frozen: FrozenWeights | undefined): tf.Tensor2D {
+    const bias = this.opt(name.replace(/\.weight$/, '.bias'));
+    const t = frozen?.get(name);
+    if (!t) return linear(x, this.t(name), bias);
+    const y = tf.matMul(x, t);
+    return bias ? tf.add(y, bias) : y;
+  }
+
+  /** Runs every layer and the final norm on embeddings x [B·S, hidden]. */
+  forward(x: tf.Tensor2D, ctx: ForwardContext): { hidden: tf.Tensor2D; cache: LayerCache[] | null } {
+    const cache: LayerCache[] = [];
+    let h = x;
+    for (let l = 0; l < this.cfg.numLayers; l++) {
+      const p = `model.layers.${l}.`;
+      const normed = rmsNorm(h, this.t(`${p}input_layernorm.weight`), this.cfg.rmsNormEps);
+      const { out, layerCache } = this.attention(p, normed, ctx, ctx.past?.[l]);
+      if (ctx.keepCache) cache.push(layerCache);
+      h = tf.add(h, out) as tf.Tensor2D;
+      const normed2 = rmsNorm(h, this.t(`${p}post_attention_layernorm.weight`), this.cfg.rmsNormEps);
+      h = tf.add(h, this.mlp(p, normed2, ctx.frozen)) as tf.Tensor2D;
+    }
+    const hidden = rmsNorm(h, this.t('model.norm.weight'), this.cfg.rmsNormEps);
+    return { hidden, cache: ctx.keepCache ? cache : null };
+  }
+
+  private mlp(p: string, x: tf.Tensor2D, frozen: FrozenWeights | undefined): tf.Tensor2D {
+    const gate = this.proj(`${p}mlp.gate_proj.weight`, x, frozen);
+    const up = this.proj(`${p}mlp.up_proj.weight`, x, frozen);
+    const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
+    return this.proj(`${p}mlp.down_proj.weight`, act, frozen);
+  }
+
+  private attention(
+    p: string,
+    x: tf.Tensor2D,
+    ctx: ForwardContext,
+    past: LayerCache | undefined,
+  ): { out: tf.Tensor2D; layerCache: LayerCache } {
+    const { numHeads: nh, numKvHeads: kv, headDim: d, rmsNormEps: eps } = this.cfg;
+    const b = ctx.batch;
+    const s = ctx.seqLen;
+    const rep = nh / kv;
+    const proj = (n: 'q' | 'k' | 'v', heads: number): tf.Tensor4D =>
+      tf.reshape(this.proj(`${p}self_attn.${n}_proj.weight`, x, ctx.frozen), [b, s, heads, d]);
+    let q = proj('q', nh);
+    let k = proj('k', kv);
+    const v0 = proj('v', kv);
+    if (this.cfg.qkNorm) {
+      q = rmsNorm(q, this.t(`${p}self_attn.q_norm.weight`), eps);
+      k = rmsNorm(k, this.t(`${p}self_attn.k_norm.weight`), eps);
+    }
+    // [B, heads, S, d]; the 1/sqrt(d) scale is folded into q.
+    const qh = tf.mul(applyRotary(tf.transpose(q, [0, 2, 1, 3]), ctx.cos, ctx.sin), 1 / Math.sqrt(d));
+    const kh = applyRotary(tf.transpose(k, [0, 2, 1, 3]), ctx.cos, ctx.sin);
+    let kT = tf.transpose(kh, [0, 1, 3, 2]) as tf.Tensor4D;
+    let v = tf.transpose(v0, [0, 2, 1, 3]) as tf.Tensor4D;
+    if (past) {
+      kT = tf.concat([past.kT, kT], 3);
+      v = tf.concat([past.v, v], 2);
+    }
+    const keys = v.shape[2];
+    // Grouped-query attention without repeating K/V: query heads kv·rep+r share KV head kv.
+    const qg = tf.reshape(qh, [b, kv, rep * s, d]);
+    const scores = tf.reshape(matMul(qg, kT), [b, nh, s, keys]);
+    const probs = tf.softmax(tf.add(scores, ctx.bias));
+    const ctxv = matMul(tf.reshape(probs, [b, kv, rep * s, keys]), v);
+    const merged: tf.Tensor2D = tf.reshape(tf.transpose(tf.reshape(ctxv, [b, nh, s, d]), [0, 2, 1, 3]), [b * s, nh * d]);
+    const out = this.proj(`${p}self_attn.o_proj.weight`, merged, ctx.frozen);
+    return { out, layerCache: { kT, v } };
+  }
+}

@@ -1,0 +1,204 @@
+import * as tf from '@tensorflow/tfjs';
+import { paddedCausalBias, tidyKeep } from '../backend/index.js';
+import { sampleNextTokens } from '../sampling/index.js';
+import type { Decoder, FrozenWeights, LayerCache } from './decoder.js';
+import type { RotaryTables } from './rope.js';
+import type { GenerationOutput, SamplingOptions } from './types.js';
+
+/** What the generation loop needs from a model. */
+export interface GenerationModel {
+  readonly decoder: Decoder;
+  readonly rope: RotaryTables;
+  readonly vocabSize: number;
+  readonly eosTokenIds: readonly number[];
+}
+
+/** `cache`: one position per new token (KV cache); `recompute`: the whole sequence each step. */
+export type GenerationMode = 'cache' | 'recompute';
+
+interface Rows {
+  /** Left padding of each row's prompt inside the prefill block. */
+  pad: number[];
+  /** Prompt length of each row. */
+  len: number[];
+}
+
+function checkPrompts(promptIds: number[][], vocabSize: number): void {
+  if (promptIds.length === 0) throw new Error('generate: promptIds is empty');
+  promptIds.forEach((p, i) => {
+    if (p.length === 0) throw new Error(`generate: promptIds[${i}] is empty (a prompt needs at least one token)`);
+    for (const id of p) {
+      if (!Number.isInteger(id) || id < 0 || id >= vocabSize) throw new Error(`generate: promptIds[${i}] has token ${id} outside [0, ${vocabSize})`);
+    }
+  });
+}
+
+/**
+ * One left-padded forward pass over `ids` rows (each [padded width]), returning last-position
+ * logits and, when asked, the layer caches.
+ */
+function prefill(
+  model: GenerationModel,
+  ids: number[][],
+  rows: Rows,
+  keepCache: boolean,
+  frozen: FrozenWeights,
+): { logits: tf.Tensor2D; cache: LayerCache[] | null } {
+  return tidyKeep(() => {
+    const b = ids.length;
+    const width = ids[0].length;
+    const flat = new Int32Array(b * width);
+    const positions: number[][] = [];
+    for (let r = 0; r < b; r++) {
+      flat.set(ids[r], r * width);
+      positions.push(Array.from({ length: width }, (_, j) => Math.max(0, j - rows.pad[r])));
+    }
+    const { cos, sin } = model.rope.tables(positions);
+    const bias = paddedCausalBias(rows.pad, width, width);
+    const { hidden, cache } = model.decoder.forward(model.decoder.embed(flat), {
+      batch: b,
+      seqLen: width,
+      cos,
+      sin,
+      bias,
+      keepCache,
+      frozen,
+    });
+    const last = tf.gather(hidden, Array.from({ length: b }, (_, r) => r * width + width - 1));
+    return { logits: model.decoder.logits(last as tf.Tensor2D, frozen), cache };
+  });
+}
+
+/** One cached step: a single new token per row at `positions[r]`, keys = cache + 1. */
+function step(
+  model: GenerationModel,
+  tokens: number[],
+  positions: number[],
+  pads: number[],
+  past: LayerCache[],
+  frozen: FrozenWeights,
+): { logits: tf.Tensor2D; cache: LayerCache[] } {
+  return tidyKeep(() => {
+    const b = tokens.length;
+    const keys = past[0].v.shape[2] + 1;
+    const { cos, sin } = model.rope.tables(positions.map((p) => [p]));
+    const bias = paddedCausalBias(pads, 1, keys);
+    const { hidden, cache } = model.decoder.forward(model.decoder.embed(Int32Array.from(tokens)), {
+      batch: b,
+      seqLen: 1,
+      cos,
+      sin,
+      bias,
+      past,
+      keepCache: true,
+      frozen,
+    });
+    return { logits: model.decoder.logits(hidden, frozen), cache: cache as LayerCache[] };
+  });
+}
+
+function disposeCache(cache: LayerCache[] | null): void {
+  for (const c of cache ?? []) {
+    c.kT.dispose();
+    c.v.dispose();
+  }
+}
+
+function selectRows(cache: LayerCache[], rows: number[]): LayerCache[] {
+  return tf.tidy(() => cache.map((c) => ({ kT: tf.gather(c.kT, rows) as tf.Tensor4D, v: tf.gather(c.v, rows) as tf.Tensor4D })));
+}
+
+/**
+ * Samples continuations of `promptIds`. Prompts are left-padded inside one batch with per-row
+ * RoPE positions (a row's first real token is position 0) and pad keys masked. Each prompt is
+ * prefilled once and its cache copied to its `numReturnSequences` samples. Rows that stop are
+ * dropped from the batch. Log-probs come from the sampler (the distribution actually sampled).
+ */
+export async function generateSequences(
+  model: GenerationModel,
+  promptIds: number[][],
+  options: SamplingOptions,
+  mode: GenerationMode = 'cache',
+): Promise<GenerationOutput> {
+  checkPrompts(promptIds, model.vocabSize);
+  const maxNew = options.maxNewTokens;
+  if (!Number.isInteger(maxNew) || maxNew < 0) throw new Error(`generate: maxNewTokens must be an integer >= 0, got ${maxNew}`);
+  const n = options.numReturnSequences ?? 1;
+  if (!Number.isInteger(n) || n < 1) throw new Error(`generate: numReturnSequences must be an integer >= 1, got ${n}`);
+  const stop = new Set<number>([...(options.eosTokenIds ?? model.eosTokenIds), ...(options.stopTokenIds ?? [])]);
+  const samplerOptions = { greedy: options.greedy, temperature: options.temperature, topK: options.topK, topP: options.topP };
+  if (!options.greedy && !options.rng) throw new Error('generate: options.rng is required unless greedy is set');
+
+  const total = promptIds.length * n;
+  const sequences: number[][] = Array.from({ length: total }, () => []);
+  const logProbs: number[][] = Array.from({ length: total }, () => []);
+  const finished: boolean[] = new Array<boolean>(total).fill(false);
+  if (maxNew === 0) return { sequences, logProbs, finished };
+
+  const width = Math.max(...promptIds.map((p) => p.length));
+  const uniquePads = promptIds.map((p) => width - p.length);
+  const padded = promptIds.map((p, i) => [...new Array<number>(uniquePads[i]).fill(0), ...p]);
+  const expand = Array.from({ length: total }, (_, r) => Math.floor(r / n));
+  // Active rows: output index, prompt padding and prompt length of each.
+  let active = expand.map((_, r) => r);
+  let pads = expand.map((u) => uniquePads[u]);
+  const lens = expand.map((u) => promptIds[u].length);
+
+  // Weights cannot change during one call, so transpose them once for all its passes.
+  const frozen = model.decoder.freeze();
+  let cache: LayerCache[] | null = null;
+  let logits: tf.Tensor2D | null = null;
+  try {
+    const first = prefill(model, padded, { pad: uniquePads, len: promptIds.map((p) => p.length) }, mode === 'cache', frozen);
+    logits = n === 1 ? first.logits : tf.tidy(() => tf.gather(first.logits, expand) as tf.Tensor2D);
+    if (n !== 1) first.logits.dispose();
+    if (first.cache) {
+      cache = n === 1 ? first.cache : selectRows(first.cache, expand);
+      if (n !== 1) disposeCache(first.cache);
+    }
+    for (let t = 0; t < maxNew; t++) {
+      const data = (await logits.data()) as Float32Array;
+      logits.dispose();
+      const pick = sampleNextTokens(data, model.vocabSize, samplerOptions, options.rng);
+      const keep: number[] = [];
+      active.forEach((row, i) => {
+        const tok = pick.tokens[i];
+        sequences[row].push(tok);
+        logProbs[row].push(pick.logProbs[i]);
+        if (stop.has(tok)) finished[row] = true;
+        else keep.push(i);
+      });
+      if (keep.length === 0 || t === maxNew - 1) break;
+      if (keep.length !== active.length) {
+        if (cache) {
+          const next = selectRows(cache, keep);
+          disposeCache(cache);
+          cache = next;
+        }
+        active = keep.map((i) => active[i]);
+        pads = keep.map((i) => pads[i]);
+      }
+      if (mode === 'cache') {
+        const out = step(
+          model,
+          active.map((row) => sequences[row][t]),
+          active.map((row) => lens[row] + t),
+          pads,
+          cache as LayerCache[],
+          frozen,
+        );
+        disposeCache(cache);
+        cache = out.cache;
+        logits = out.logits;
+      } else {
+        const ids = active.map((row) => [...padded[expand[row]], ...sequences[row]]);
+        logits = prefill(model, ids, { pad: pads, len: active.map((row) => lens[row]) }, false, frozen).logits;
+      }
+    }
+  } finally {
+    disposeCache(cache);
+    if (logits && !logits.isDisposed) logits.dispose();
+    for (const t of frozen.values()) t.dispose();
+  }
+  return { sequences, logProbs, finished };
+}

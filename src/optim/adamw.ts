@@ -1,0 +1,198 @@
+import * as tf from '@tensorflow/tfjs';
+import { resolveAdamWConfig, type AdamWConfig, type AdamWOptions } from './config.js';
+
+/** A restorable snapshot of an {@link AdamW} optimizer. */
+export interface AdamWState {
+  /** Number of `step()` calls. */
+  readonly step: number;
+  /** Per-parameter update counts (torch keeps one per parameter; a parameter without a gradient does not advance). */
+  readonly paramSteps: readonly number[];
+  /** First moments, one per variable (zeros where `paramSteps` is 0). */
+  readonly m: readonly Float32Array[];
+  /** Second moments, one per variable. */
+  readonly v: readonly Float32Array[];
+  readonly config: AdamWConfig;
+}
+
+/** Gradients aligned with the optimizer's variables (null/undefined = no gradient), or keyed by variable name. */
+export type Gradients = ReadonlyArray<tf.Tensor | null | undefined> | tf.NamedTensorMap;
+
+interface Slot {
+  m: tf.Variable;
+  v: tf.Variable;
+  steps: number;
+}
+
+/**
+ * AdamW with torch.optim.AdamW semantics (amsgrad off). For each parameter that has a gradient, with
+ * its own step count t:
+ *   p ← p·(1 − lr·wd);  m ← m + (g − m)(1 − β1);  v ← β2·v + (1 − β2)·g²;
+ *   p ← p − (lr / (1 − β1^t)) · m / (√v / √(1 − β2^t) + eps).
+ * Parameters without a gradient are left alone (no decay, no step), as in torch. Moments are
+ * allocated at a parameter's first gradient. The optimizer never disposes the gradients it is given.
+ */
+export class AdamW {
+  readonly variables: readonly tf.Variable[];
+  private cfg: AdamWConfig;
+  private slots: (Slot | null)[];
+  private steps = 0;
+  private readonly index: Map<string, number>;
+
+  constructor(variables: readonly tf.Variable[], options: AdamWOptions = {}) {
+    this.cfg = resolveAdamWConfig(options);
+    this.variables = [...variables];
+    this.index = new Map();
+    this.variables.forEach((v, i) => {
+      if (v.dtype !== 'float32') throw new Error(`AdamW: variable '${v.name}' has dtype ${v.dtype}; only float32 is supported`);
+      if (this.index.has(v.name)) throw new Error(`AdamW: variable name '${v.name}' appears twice`);
+      this.index.set(v.name, i);
+    });
+    this.slots = this.variables.map(() => null);
+  }
+
+  /** The current hyperparameters. */
+  get config(): AdamWConfig {
+    return this.cfg;
+  }
+
+  /** The learning rate the next step uses. */
+  get learningRate(): number {
+    return this.cfg.lr;
+  }
+
+  /** Number of `step()` calls so far. */
+  get stepCount(): number {
+    return this.steps;
+  }
+
+  /** Changes the learning rate for later steps (schedules call this between steps). */
+  setLearningRate(lr: number): void {
+    this.cfg = resolveAdamWConfig({ ...this.cfg, lr });
+  }
+
+  /** Applies one update from gradients (array aligned with `variables`, or a map keyed by variable name). */
+  step(grads: Gradients): void {
+    const aligned = this.align(grads);
+    const { lr, eps, weightDecay } = this.cfg;
+    const [beta1, beta2] = this.cfg.betas;
+    aligned.forEach((g, i) => {
+      if (!g) return;
+      const p = this.variables[i];
+      if (!sameShape(g.shape, p.shape)) {
+        throw new Error(`AdamW: gradient for '${p.name}' has shape [${g.shape}], variable has [${p.shape}]`);
+      }
+      let slot = this.slots[i];
+      if (!slot) {
+        slot = { m: keptVariable(() => tf.zerosLike(p)), v: keptVariable(() => tf.zerosLike(p)), steps: 0 };
+        this.slots[i] = slot;
+      }
+      slot.steps += 1;
+      const t = slot.steps;
+      // Scalars in float64 here, applied in float32 by the kernels, as torch does with Python floats.
+      const stepSize = lr / (1 - beta1 ** t);
+      const bc2Sqrt = Math.sqrt(1 - beta2 ** t);
+      const s = slot;
+      tf.tidy(() => {
+        const grad = g.dtype === 'float32' ? g : tf.cast(g, 'float32');
+        const m = tf.add(s.m, tf.mul(tf.sub(grad, s.m), 1 - beta1));
+        const v = tf.add(tf.mul(s.v, beta2), tf.mul(tf.mul(grad, grad), 1 - beta2));
+        const decayed = weightDecay !== 0 ? tf.mul(p, 1 - lr * weightDecay) : p;
+        const denom = tf.add(tf.div(tf.sqrt(v), bc2Sqrt), eps);
+        const next = tf.sub(decayed, tf.mul(tf.div(m, denom), stepSize));
+        s.m.assign(m);
+        s.v.assign(v);
+        p.assign(next);
+      });
+    });
+    this.steps += 1;
+  }
+
+  /** A snapshot that {@link AdamW.setState} restores exactly (moments copied to the host). */
+  getState(): AdamWState {
+    const m: Float32Array[] = [];
+    const v: Float32Array[] = [];
+    this.slots.forEach((slot, i) => {
+      const size = this.variables[i].size;
+      m.push(slot ? Float32Array.from(slot.m.dataSync() as Float32Array) : new Float32Array(size));
+      v.push(slot ? Float32Array.from(slot.v.dataSync() as Float32Array) : new Float32Array(size));
+    });
+    return {
+      step: this.steps,
+      paramSteps: this.slots.map((s) => s?.steps ?? 0),
+      m,
+      v,
+      config: { ...this.cfg, betas: [this.cfg.betas[0], this.cfg.betas[1]] },
+    };
+  }
+
+  /** Restores a snapshot from {@link AdamW.getState}; checks it against this optimizer's variables. */
+  setState(state: AdamWState): void {
+    const n = this.variables.length;
+    const fail = (what: string): never => {
+      throw new Error(`AdamW.setState: ${what}`);
+    };
+    if (!Number.isInteger(state.step) || state.step < 0) fail(`step must be an integer >= 0, got ${state.step}`);
+    if (state.m.length !== n || state.v.length !== n || state.paramSteps.length !== n) {
+      fail(`state has ${state.m.length} m / ${state.v.length} v / ${state.paramSteps.length} paramSteps entries, optimizer has ${n} variables`);
+    }
+    const config = resolveAdamWConfig(state.config);
+    this.variables.forEach((p, i) => {
+      const t = state.paramSteps[i];
+      if (!Number.isInteger(t) || t < 0) fail(`paramSteps[${i}] must be an integer >= 0, got ${t}`);
+      for (const [key, arr] of [['m', state.m[i]], ['v', state.v[i]]] as const) {
+        if (!(arr instanceof Float32Array)) fail(`${key}[${i}] ('${p.name}') must be a Float32Array`);
+        if (arr.length !== p.size) fail(`${key}[${i}] ('${p.name}') has ${arr.length} values, variable has ${p.size}`);
+      }
+    });
+    this.disposeSlots();
+    this.slots = this.variables.map((p, i) => {
+      if (state.paramSteps[i] === 0) return null;
+      return {
+        m: keptVariable(() => tf.tensor(state.m[i], p.shape, 'float32')),
+        v: keptVariable(() => tf.tensor(state.v[i], p.shape, 'float32')),
+        steps: state.paramSteps[i],
+      };
+    });
+    this.steps = state.step;
+    this.cfg = config;
+  }
+
+  /** Frees the moment tensors (the variables being optimised are the caller's). */
+  dispose(): void {
+    this.disposeSlots();
+    this.slots = this.variables.map(() => null);
+  }
+
+  private disposeSlots(): void {
+    for (const s of this.slots) {
+      if (!s) continue;
+      s.m.dispose();
+      s.v.dispose();
+    }
+  }
+
+  private align(grads: Gradients): (tf.Tensor | null | undefined)[] {
+    if (Array.isArray(grads)) {
+      if (grads.length !== this.variables.length) {
+        throw new Error(`AdamW.step: got ${grads.length} gradients for ${this.variables.length} variables`);
+      }
+      return [...grads];
+    }
+    const out: (tf.Tensor | null)[] = this.variables.map(() => null);
+    for (const [name, g] of Object.entries(grads as tf.NamedTensorMap)) {
+      const i = this.index.get(name);
+      if (i === undefined) throw new Error(`AdamW.step: gradient for '${name}', which is not one of the optimizer's variables`);
+      out[i] = g;
+    }
+    return out;
+  }
+}
+
+function sameShape(a: readonly number[], b: readonly number[]): boolean {
+  return a.length === b.length && a.every((d, i) => d === b[i]);
+}
+
+/** A non-trainable variable whose initial-value tensor is released (the variable keeps the data). */
+function keptVariable(init: () => tf.Tensor): tf.Variable {
+  return tf.tidy(() => tf.variable(init(), false));
+}

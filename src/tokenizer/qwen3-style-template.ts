@@ -1,0 +1,50 @@
+/**
+ * The chat template the tiny tokenizers ship. Written for this project; it renders the Qwen3 chat
+ * format for plain conversations: `<|im_start|>role\n...<|im_end|>\n` turns, reasoning of the
+ * assistant turns after the last user message inside `<think>\n...\n</think>\n\n`, tool results
+ * wrapped as `<tool_response>` in a user turn, the generation prompt `<|im_start|>assistant\n`, and
+ * the empty think block when `enable_thinking` is false. (No tool declarations: tiny models have none.)
+ */
+export const QWEN3_STYLE_CHAT_TEMPLATE = [
+  "{%- set ns = namespace(last_user=-1) %}",
+  "{%- for message in messages %}",
+  "    {%- if message.role == 'user' %}",
+  "        {%- set ns.last_user = loop.index0 %}",
+  "    {%- endif %}",
+  "{%- endfor %}",
+  "{%- for message in messages %}",
+  "    {%- if message.role == 'system' or message.role == 'user' %}",
+  "        {{- '<|im_start|>' + message.role + '\\n' + message.content + '<|im_end|>\\n' }}",
+  "    {%- elif message.role == 'assistant' %}",
+  "        {%- set content = message.content %}",
+  "        {%- set reasoning = '' %}",
+  "        {%- if message.reasoning_content is defined and message.reasoning_content is string %}",
+  "            {%- set reasoning = message.reasoning_content %}",
+  "        {%- elif '</think>' in content %}",
+  "            {%- set reasoning = content.split('</think>')[0].rstrip('\\n').split('<think>')[-1].lstrip('\\n') %}",
+  "            {%- set content = content.split('</think>')[-1].lstrip('\\n') %}",
+  "        {%- endif %}",
+  "        {%- if loop.index0 > ns.last_user and (loop.last or reasoning) %}",
+  "            {{- '<|im_start|>assistant\\n<think>\\n' + reasoning.strip('\\n') + '\\n</think>\\n\\n' + content.lstrip('\\n') + '<|im_end|>\\n' }}",
+  "        {%- else %}",
+  "            {{- '<|im_start|>assistant\\n' + content + '<|im_end|>\\n' }}",
+  "        {%- endif %}",
+  "    {%- elif message.role == 'tool' %}",
+  "        {%- if loop.first or messages[loop.index0 - 1].role != 'tool' %}",
+  "            {{- '<|im_start|>user' }}",
+  "        {%- endif %}",
+  "        {{- '\\n<tool_response>\\n' + message.content + '\\n</tool_response>' }}",
+  "        {%- if loop.last or messages[loop.index0 + 1].role != 'tool' %}",
+  "            {{- '<|im_end|>\\n' }}",
+  "        {%- endif %}",
+  "    {%- else %}",
+  "        {{- raise_exception('Unknown message role: ' + message.role) }}",
+  "    {%- endif %}",
+  "{%- endfor %}",
+  "{%- if add_generation_prompt %}",
+  "    {{- '<|im_start|>assistant\\n' }}",
+  "    {%- if enable_thinking is defined and enable_thinking is false %}",
+  "        {{- '<think>\\n\\n</think>\\n\\n' }}",
+  "    {%- endif %}",
+  "{%- endif %}",
+].join('\n');

@@ -1,0 +1,159 @@
+import * as tf from '@tensorflow/tfjs';
+import { afterEach, describe, expect, it } from 'vitest';
+import {
+  activeBackend,
+  causalBias,
+  gatherRows,
+  initBackend,
+  lengthMask,
+  linear,
+  matMul,
+  MASKED_BIAS,
+  paddedCausalBias,
+  setBackendLogger,
+  stopGradient,
+  withoutGradient,
+  takeAlongRows,
+} from '../src/backend/index.js';
+import { createRng } from '../src/util/rng.js';
+
+const rng = createRng(17);
+const rand = (shape: number[]): tf.Tensor => tf.tensor(Float32Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => rng.normal()), shape);
+
+function maxDiff(a: tf.Tensor, b: tf.Tensor): number {
+  return tf.tidy(() => tf.max(tf.abs(tf.sub(a, b))).dataSync()[0]);
+}
+
+describe('initBackend', () => {
+  const saved = process.env.COMLRL_BACKEND;
+  afterEach(() => {
+    if (saved === undefined) delete process.env.COMLRL_BACKEND;
+    else process.env.COMLRL_BACKEND = saved;
+    setBackendLogger((l) => console.error(l));
+  });
+
+  it('defaults to wasm, honours COMLRL_BACKEND, logs each chosen backend once', async () => {
+    const lines: string[] = [];
+    setBackendLogger((l) => lines.push(l));
+    delete process.env.COMLRL_BACKEND;
+    expect(await initBackend()).toBe('wasm');
+    expect(tf.getBackend()).toBe('wasm');
+    expect(await initBackend()).toBe('wasm');
+    process.env.COMLRL_BACKEND = 'cpu';
+    expect(await initBackend()).toBe('cpu');
+    expect(tf.getBackend()).toBe('cpu');
+    expect(activeBackend()).toBe('cpu');
+    // An explicit option wins over the environment.
+    expect(await initBackend('wasm')).toBe('wasm');
+    expect(lines).toEqual(['[comlrl] backend: wasm', '[comlrl] backend: cpu']);
+  });
+
+  it('unknown or unavailable backends are clear errors', async () => {
+    setBackendLogger(null);
+    process.env.COMLRL_BACKEND = 'tpu';
+    await expect(initBackend()).rejects.toThrow(/COMLRL_BACKEND: unknown backend 'tpu'; expected one of wasm, cpu/);
+    await expect(initBackend('tensorflow')).rejects.toThrow(/npm i @tensorflow\/tfjs-node@4\.22\.0/);
+    await expect(initBackend('tensorflow-gpu')).rejects.toThrow(/npm i @tensorflow\/tfjs-node-gpu@4\.22\.0/);
+    await expect(initBackend('webgpu')).rejects.toThrow(/'webgpu' \(experimental\) needs the optional package webgpu/);
+  });
+});
+
+for (const backend of ['cpu', 'wasm'] as const) {
+  describe(`primitives on ${backend} agree with plain tfjs ops`, () => {
+    it('matMul (2-D and batched) forward and gradients', async () => {
+      setBackendLogger(null);
+      await initBackend(backend);
+      for (const [sa, sb] of [
+        [[5, 7], [7, 3]],
+        [[2, 3, 5, 4], [2, 3, 4, 6]],
+      ]) {
+        tf.tidy(() => {
+          const a = rand(sa);
+          const b = rand(sb);
+          const w = rand([...sa.slice(0, -1), sb[sb.length - 1]]);
+          const f = (x: tf.Tensor, y: tf.Tensor) => tf.sum(tf.mul(matMul(x, y), w));
+          const g = (x: tf.Tensor, y: tf.Tensor) => tf.sum(tf.mul(tf.matMul(x, y), w));
+          expect(maxDiff(matMul(a, b), tf.matMul(a, b))).toBeLessThan(1e-5);
+          const [da, db] = tf.grads(f)([a, b]);
+          const [ea, eb] = tf.grads(g)([a, b]);
+          expect(maxDiff(da, ea)).toBeLessThan(1e-5);
+          expect(maxDiff(db, eb)).toBeLessThan(1e-5);
+        });
+      }
+    });
+
+    it('linear in HF layout (x·Wᵀ + b) forward and gradients', () => {
+      tf.tidy(() => {
+        const x = rand([6, 5]) as tf.Tensor2D;
+        const wt = rand([4, 5]) as tf.Tensor2D;
+        const b = rand([4]) as tf.Tensor1D;
+        const w = rand([6, 4]);
+        const ours = (xx: tf.Tensor, ww: tf.Tensor, bb: tf.Tensor) => tf.sum(tf.mul(linear(xx as tf.Tensor2D, ww as tf.Tensor2D, bb as tf.Tensor1D), w));
+        const plain = (xx: tf.Tensor, ww: tf.Tensor, bb: tf.Tensor) => tf.sum(tf.mul(tf.add(tf.matMul(xx, ww, false, true), bb), w));
+        const g1 = tf.grads(ours)([x, wt, b]);
+        const g2 = tf.grads(plain)([x, wt, b]);
+        g1.forEach((g, i) => expect(maxDiff(g, g2[i])).toBeLessThan(1e-5));
+      });
+    });
+
+    it('gatherRows: repeated rows accumulate in the scatter-add gradient', () => {
+      tf.tidy(() => {
+        const table = rand([5, 3]);
+        const idx = [4, 1, 1, 0, 1];
+        const w = rand([5, 3]);
+        const out = gatherRows(table, idx);
+        expect(Array.from(out.dataSync())).toEqual(Array.from(tf.gather(table, idx).dataSync()));
+        const g = tf.grad((t: tf.Tensor) => tf.sum(tf.mul(gatherRows(t, idx), w)))(table);
+        // Hand derivation: d/d table[r] = Σ_{i: idx[i]=r} w[i].
+        const wd = w.arraySync() as number[][];
+        const expected = [0, 1, 2, 3, 4].map((r) => [0, 1, 2].map((c) => idx.reduce((s, id, i) => (id === r ? s + wd[i][c] : s), 0)));
+        const got = g.arraySync() as number[][];
+        got.forEach((row, r) => row.forEach((v, c) => expect(v).toBeCloseTo(expected[r][c], 5)));
+      });
+    });
+
+    it('takeAlongRows picks x[i, cols[i]] and routes the gradient there only', () => {
+      tf.tidy(() => {
+        const x = rand([3, 4]) as tf.Tensor2D;
+        const cols = [2, 0, 3];
+        const xs = x.arraySync();
+        expect(Array.from(takeAlongRows(x, cols).dataSync())).toEqual(cols.map((c, i) => Math.fround(xs[i][c])));
+        const g = tf.grad((t: tf.Tensor) => tf.sum(takeAlongRows(t as tf.Tensor2D, cols)))(x).arraySync() as number[][];
+        expect(g).toEqual([[0, 0, 1, 0], [1, 0, 0, 0], [0, 0, 0, 1]]);
+        expect(() => takeAlongRows(x, [4, 0, 0])).toThrow(/column 4 out of range/);
+      });
+    });
+
+    it('withoutGradient lets a mask be computed from a differentiated tensor; stopGradient zeroes it', () => {
+      tf.tidy(() => {
+        const x = tf.tensor1d([-1, 2, 3, -4]);
+        const mask = (t: tf.Tensor) => withoutGradient([t], (u) => tf.cast(tf.greater(u, 0), 'float32'));
+        const f = (t: tf.Tensor) => tf.sum(tf.mul(t, mask(t)));
+        // Mask is constant [0,1,1,0], so d/dx = mask.
+        expect(Array.from(tf.grad(f)(x).dataSync())).toEqual([0, 1, 1, 0]);
+        expect(Array.from(tf.grad((t: tf.Tensor) => tf.sum(tf.square(stopGradient(t))))(x).dataSync())).toEqual([0, 0, 0, 0]);
+      });
+    });
+  });
+}
+
+describe('masks built outside the tape', () => {
+  it('lengthMask, causalBias and paddedCausalBias', async () => {
+    await initBackend('cpu');
+    tf.tidy(() => {
+      expect(lengthMask([2, 0, 3], 3).arraySync()).toEqual([[1, 1, 0], [0, 0, 0], [1, 1, 1]]);
+      expect(lengthMask([2], 4, [1]).arraySync()).toEqual([[0, 1, 1, 0]]);
+      const M = MASKED_BIAS;
+      expect(causalBias(3).arraySync()).toEqual([[0, M, M], [0, 0, M], [0, 0, 0]]);
+      // Row 0 has 2 pads: real queries (slots 2, 3) never see keys 0, 1; pad queries see only themselves.
+      expect(paddedCausalBias([2], 4, 4).arraySync()).toEqual([[[
+        [0, M, M, M],
+        [M, 0, M, M],
+        [M, M, 0, M],
+        [M, M, 0, 0],
+      ]]]);
+      // One new query after a 5-key cache (6 keys), 1 pad.
+      expect(paddedCausalBias([1], 1, 6).arraySync()).toEqual([[[[M, 0, 0, 0, 0, 0]]]]);
+    });
+  });
+});

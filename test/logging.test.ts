@@ -1,0 +1,220 @@
+import { appendFileSync, existsSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { initBackend, setBackendLogger } from '../src/backend/index.js';
+import {
+  MetricsLogger,
+  ProgressBar,
+  collectPoints,
+  formatBytes,
+  formatDuration,
+  formatNumber,
+  formatSummary,
+  peakMemory,
+  readMetrics,
+  splitMetricKey,
+  writePlots,
+  type MetricsRow,
+} from '../src/logging/index.js';
+
+const dirs: string[] = [];
+const tempDir = (): string => {
+  const d = mkdtempSync(join(tmpdir(), 'comlrl-logging-'));
+  dirs.push(d);
+  return d;
+};
+afterAll(() => dirs.forEach((d) => rmSync(d, { recursive: true, force: true })));
+
+describe('MetricsLogger (JSONL)', () => {
+  it('writes one line per step that parses back, step first, non-finite as null', () => {
+    const path = join(tempDir(), 'run', 'metrics.jsonl');
+    const log = MetricsLogger.open(path);
+    log.log(1, { 'turn_1/reward_mean': 0.5, 'turn_1/expected_return': 0.75, note: 'x', skipped: undefined });
+    log.log(2, { 'turn_1/reward_mean': Number.NaN, ok: true });
+    const lines = readFileSync(path, 'utf8').trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toBe('{"step":1,"turn_1/reward_mean":0.5,"turn_1/expected_return":0.75,"note":"x"}');
+    expect(JSON.parse(lines[1])).toEqual({ step: 2, 'turn_1/reward_mean': null, ok: true });
+    expect(readMetrics(path)).toEqual(log.rows());
+    expect(() => log.log(3, { step: 1 })).toThrow(/reserved/);
+    expect(() => log.log(Number.NaN, {})).toThrow(/step/);
+  });
+
+  it('reopening appends; truncateAfterStep drops later lines (resume); a torn last line is dropped', () => {
+    const path = join(tempDir(), 'metrics.jsonl');
+    const a = MetricsLogger.open(path);
+    for (let s = 1; s <= 5; s++) a.log(s, { loss: s / 10 });
+    appendFileSync(path, '{"step":6,"loss":0.'); // a crash mid-write
+    expect(readMetrics(path).map((r) => r.step)).toEqual([1, 2, 3, 4, 5]);
+    const b = MetricsLogger.open(path, { truncateAfterStep: 3 });
+    expect(b.rows().map((r) => r.step)).toEqual([1, 2, 3]);
+    b.log(4, { loss: 0.44 });
+    expect(readMetrics(path).map((r) => [r.step, r.loss])).toEqual([
+      [1, 0.1],
+      [2, 0.2],
+      [3, 0.3],
+      [4, 0.44],
+    ]);
+    const c = MetricsLogger.open(path, { overwrite: true });
+    expect(c.rows()).toEqual([]);
+    expect(readFileSync(path, 'utf8')).toBe('');
+  });
+
+  it('a malformed line in the middle is an error naming file and line', () => {
+    const path = join(tempDir(), 'bad.jsonl');
+    appendFileSync(path, '{"step":1}\nnot json\n{"step":3}\n');
+    expect(() => readMetrics(path)).toThrow(/bad\.jsonl:2: not valid JSON/);
+    const path2 = join(tempDir(), 'bad2.jsonl');
+    appendFileSync(path2, '{"step":1}\n{"loss":1}\n');
+    expect(() => readMetrics(path2)).toThrow(/bad2\.jsonl:2: step/);
+  });
+});
+
+describe('console summary and formatting', () => {
+  it('formats a row; missing keys are skipped', () => {
+    const row: MetricsRow = { step: 12, 'turn_1/reward_mean': 0.51234, loss: -0.031234, big: 123456.7, name: 'a', bad: null };
+    expect(formatSummary(row)).toBe('step 12 | turn_1/reward_mean 0.5123 | loss -0.03123 | big 1.23e+5 | name a | bad nan');
+    expect(formatSummary(row, { keys: ['loss', 'absent', 'turn_1/reward_mean'], prefix: '[magrpo]' })).toBe(
+      '[magrpo] step 12 | loss -0.03123 | turn_1/reward_mean 0.5123',
+    );
+    expect(formatSummary(row, { maxKeys: 1 })).toBe('step 12 | turn_1/reward_mean 0.5123');
+  });
+
+  it('numbers, bytes, durations', () => {
+    expect(formatNumber(0)).toBe('0');
+    expect(formatNumber(42)).toBe('42');
+    expect(formatNumber(0.00012345)).toBe('1.23e-4');
+    expect(formatNumber(3.14159)).toBe('3.142');
+    expect(formatBytes(512)).toBe('512 B');
+    expect(formatBytes(3 * 1024 * 1024 * 1024)).toBe('3 GiB');
+    expect(formatBytes(1536)).toBe('1.5 KiB');
+    expect(formatDuration(65)).toBe('1:05');
+    expect(formatDuration(3725)).toBe('1:02:05');
+  });
+});
+
+class FakeStream {
+  chunks: string[] = [];
+  constructor(readonly isTTY: boolean, readonly columns?: number) {}
+  write(s: string): boolean {
+    this.chunks.push(s);
+    return true;
+  }
+}
+
+describe('ProgressBar', () => {
+  it('plain output (not a TTY): a first line, one per 10% and one at the end, no control characters', () => {
+    const stream = new FakeStream(false);
+    let t = 0;
+    const bar = new ProgressBar({ total: 20, label: 'train', stream, now: () => t });
+    for (let i = 1; i <= 20; i++) {
+      t += 500;
+      bar.update(i, { reward: i / 20 });
+    }
+    bar.update(20); // ignored after finish
+    const out = stream.chunks.join('');
+    expect(out).not.toMatch(/[\r\x1b]/);
+    const lines = out.trimEnd().split('\n');
+    expect(lines).toHaveLength(11); // 1 (the first update), then 2, 4, ..., 20: every 10%
+    expect(lines[1]).toBe('train 2/20 10% 0:01<0:09 2.00 it/s reward=0.1');
+    expect(lines[10]).toBe('train 20/20 100% 0:10<0:00 2.00 it/s reward=1');
+  });
+
+  it('TTY output redraws one line in place, throttled, fitted to the terminal width', () => {
+    const stream = new FakeStream(true, 60);
+    let t = 0;
+    const bar = new ProgressBar({ total: 4, stream, width: 8, now: () => t, redrawMs: 100 });
+    t = 1000;
+    bar.update(1, { r: 0.25 });
+    t = 1050;
+    bar.update(2); // within 100 ms: not drawn
+    t = 4000;
+    bar.update(4);
+    expect(stream.chunks).toHaveLength(3); // two draws and the final newline
+    expect(stream.chunks[0]).toBe('\r[##......] 1/4 25% 0:01<0:03 1.00 it/s r=0.25\x1b[K');
+    expect(stream.chunks[1].startsWith('\r[########] 4/4 100% 0:04<0:00')).toBe(true);
+    expect(stream.chunks[2]).toBe('\n');
+    for (const c of stream.chunks) expect(c.replace('\x1b[K', '').replace('\r', '').length).toBeLessThan(60);
+  });
+
+  it('rejects a bad total', () => {
+    expect(() => new ProgressBar({ total: 0, stream: new FakeStream(false) })).toThrow(/total/);
+  });
+});
+
+describe('plots', () => {
+  const rows: MetricsRow[] = [];
+  for (let s = 0; s < 6; s++) {
+    rows.push({
+      step: s,
+      'turn_1/reward_mean': s / 5,
+      'turn_2/reward_mean': s / 10,
+      'turn_1/expected_return': s / 4,
+      'agent_0/policy_loss': 1 / (s + 1),
+      ...(s % 2 === 0 ? { 'critic/value_loss': 2 / (s + 1) } : {}),
+      ...(s === 3 ? { 'eval/turn_1/mean_reward': 0.4 } : {}),
+      'turn_1/value_pred_mean': s === 2 ? null : 0.1,
+    });
+  }
+
+  it('splits keys into panel and series', () => {
+    expect(splitMetricKey('turn_2/reward_mean')).toEqual({ panel: 'reward_mean', series: 'turn_2', name: 'reward_mean' });
+    expect(splitMetricKey('eval/turn_1/mean_reward')).toEqual({ panel: 'eval/mean_reward', series: 'turn_1', name: 'mean_reward' });
+    expect(splitMetricKey('loss')).toEqual({ panel: 'loss', series: 'loss', name: 'loss' });
+  });
+
+  it('collects only matching numeric values; absent and null values give no point', () => {
+    const reward = collectPoints(rows, /reward|return/i);
+    expect(reward.filter((p) => p.panel === 'reward_mean')).toHaveLength(12);
+    expect(reward.filter((p) => p.panel === 'eval/mean_reward')).toEqual([{ x: 3, value: 0.4, series: 'turn_1', panel: 'eval/mean_reward' }]);
+    const loss = collectPoints(rows, /loss/i);
+    expect(loss.filter((p) => p.series === 'critic').map((p) => p.x)).toEqual([0, 2, 4]);
+    expect(collectPoints(rows, /value_pred/).map((p) => p.x)).toEqual([0, 1, 3, 4, 5]);
+  });
+
+  it('writes PNG + SVG figures for rewards and losses; figures without data are skipped', async () => {
+    const dir = tempDir();
+    const files = await writePlots(dir, rows, { title: 'test run' });
+    expect(files.map((f) => f.name)).toEqual(['rewards', 'losses']);
+    for (const f of files) {
+      const png = readFileSync(f.png);
+      expect([...png.subarray(0, 8)]).toEqual([0x89, 0x50, 0x4e, 0x47, 0x0d, 0x0a, 0x1a, 0x0a]);
+      // IHDR width/height are nonzero.
+      expect(png.readUInt32BE(16)).toBeGreaterThan(100);
+      expect(png.readUInt32BE(20)).toBeGreaterThan(100);
+      const svg = readFileSync(f.svg, 'utf8');
+      expect(svg.startsWith('<svg')).toBe(true);
+    }
+    const rewardsSvg = readFileSync(join(dir, 'rewards.svg'), 'utf8');
+    for (const label of ['reward_mean', 'expected_return', 'eval/mean_reward', 'turn_2']) expect(rewardsSvg).toContain(label);
+    expect(readdirSync(dir).filter((n) => n.includes('.tmp-'))).toEqual([]);
+
+    const only = tempDir();
+    const lossOnly = await writePlots(only, [{ step: 1, loss: 0.3 }, { step: 2 }, { step: 3, loss: 0.1 }]);
+    expect(lossOnly.map((f) => f.name)).toEqual(['losses']);
+    expect(existsSync(join(only, 'rewards.png'))).toBe(false);
+    expect(await writePlots(tempDir(), [{ step: 1 }])).toEqual([]);
+    expect(statSync(lossOnly[0].png).size).toBeGreaterThan(1000);
+  });
+});
+
+describe('peakMemory', () => {
+  it('reports rss and tensor bytes, with peaks that never fall', async () => {
+    setBackendLogger(null);
+    await initBackend('cpu');
+    const before = peakMemory();
+    expect(before.rssBytes).toBeGreaterThan(0);
+    expect(before.peakRssBytes).toBeGreaterThanOrEqual(before.rssBytes);
+    const t = tf.zeros([1000, 250]); // 1e6 bytes
+    const during = peakMemory();
+    expect(during.tensorBytes - before.tensorBytes).toBe(1_000_000);
+    expect(during.numTensors).toBe(before.numTensors + 1);
+    t.dispose();
+    const after = peakMemory();
+    expect(after.tensorBytes).toBe(before.tensorBytes);
+    expect(after.peakTensorBytes).toBeGreaterThanOrEqual(during.tensorBytes);
+    expect(after.peakRssBytes).toBeGreaterThanOrEqual(during.peakRssBytes);
+  });
+});

@@ -1,0 +1,183 @@
+/**
+ * Configs of the actor-critic trainers: CoLLM-DC (CoMLRL's `IACConfig`) and CoLLM-CC (CoMLRL's
+ * `MAACConfig`). Every CoMLRL 1.3.6 field keeps its snake_case name, default and constraint, so a
+ * CoMLRL YAML section or `IACConfig(...)` call maps over 1:1. comlrl adds:
+ *
+ * - paper-aligned options (design.md difference 5), on by default where the CoLLM paper uses them:
+ *   `use_importance_ratio` + `ratio_clip_range` (the paper's "advantage clip" 0.2: the ratio
+ *   π_θ/π_old of the stored behaviour log-probs, clipped PPO-style), `update_epochs` (passes over
+ *   one buffer), `use_global_info` (the critic reads m_t; on for CC, off for DC);
+ * - run settings shared with MAGRPO: seed, gradient clipping, AdamW settings, greedy eval, scoring
+ *   chunk size; plus the critic head kind and a critic input length cap.
+ *
+ * `comlrl136()` flips the paper-aligned options off: one epoch, no ratio, no m_t, which is
+ * CoMLRL 1.3.6's update exactly (apart from the deliberate differences in the README).
+ */
+import { z } from 'zod';
+import { betaField, boolField, enumField, finiteNumber, intAtLeast, parseConfig } from './common/config.js';
+
+/** `v`: V(h) read at the last prompt token; `q`: Q(h, a) read at the last response token. */
+export const CRITIC_TYPES = ['v', 'q'] as const;
+
+/** Fields both actor-critic configs share (CoMLRL names and 1.3.6 defaults, then comlrl's additions). */
+function sharedFields(useGlobalInfoDefault: boolean) {
+  return {
+    // ---- CoMLRL fields common to IACConfig and MAACConfig ----
+    /** AdamW learning rate of every actor. */
+    agent_learning_rate: finiteNumber('agent_learning_rate', { min: 0 }).default(5e-6),
+    /** AdamW learning rate of the critic(s); null → agent_learning_rate. */
+    critic_learning_rate: finiteNumber('critic_learning_rate', { min: 0 }).nullable().default(5e-6),
+    /** Joint transitions buffered before an update (CoMLRL: samples per agent buffer). */
+    rollout_buffer_size: intAtLeast('rollout_buffer_size', 1).default(8),
+    /** Transitions per minibatch (one optimizer step each); null → rollout_buffer_size. */
+    train_batch_size: intAtLeast('train_batch_size', 1).nullable().default(null),
+    /** Weight of the value loss (joint backward) or scale of the critic loss (separate critic). */
+    value_loss_coef: finiteNumber('value_loss_coef', { min: 0 }).default(0.6),
+    /** z-score the advantages of each turn group (population std, floor 1e-6). */
+    advantage_normalization: boolField('advantage_normalization').default(true),
+    /** Generation length cap per completion. */
+    max_new_tokens: intAtLeast('max_new_tokens', 1).default(256),
+    /** Sampling temperature (> 0). */
+    temperature: finiteNumber('temperature', { min: 0, exclusiveMin: true }).default(0.6),
+    /** Nucleus mass in (0, 1]; 1 turns it off. */
+    top_p: finiteNumber('top_p', { min: 0, max: 1, exclusiveMin: true }).default(0.6),
+    /** Top-k filter; null (or 0) turns it off. */
+    top_k: intAtLeast('top_k', 0).nullable().default(null),
+    /** Passes over the training tasks. */
+    num_train_epochs: intAtLeast('num_train_epochs', 1).default(40),
+    /** V(h) or Q(h, a). */
+    critic_type: enumField('critic_type', CRITIC_TYPES).default('v'),
+    /** Number of agents; must equal the number of agents passed (defaults to it). */
+    num_agents: intAtLeast('num_agents', 1).optional(),
+    /** Turns per episode H (must not exceed the environment's horizon). */
+    num_turns: intAtLeast('num_turns', 1).default(2),
+    /**
+     * CoMLRL: use the external transition's prompts verbatim. In comlrl prompts come from
+     * `env.observe`; the CoMLRL adapter has its own option of this name. Accepted so configs load.
+     */
+    external_prompt_passthrough: boolField('external_prompt_passthrough').default(false),
+    /** γ of the TD target y_t = r_t + γ·V(h_{t+1}). */
+    discount: finiteNumber('discount', { min: 0, max: 1 }).default(0.9),
+    /** Samples per agent per task; more than 1 only single-turn (see the refinement below). */
+    num_generations: intAtLeast('num_generations', 1).default(1),
+    /** Evaluate every this many training items (0 disables). */
+    eval_interval: intAtLeast('eval_interval', 0).default(16),
+    /** Eval tasks per evaluation (the first ones of the eval set). */
+    eval_num_samples: intAtLeast('eval_num_samples', 0).default(4),
+    /** Eval tasks generated together in one batch. */
+    eval_batch_size: intAtLeast('eval_batch_size', 1).default(1),
+    /** An episode stops after a turn whose reward is strictly greater than this; null disables. */
+    early_termination_threshold: finiteNumber('early_termination_threshold').nullable().default(-0.2),
+    /** Train metrics are logged when env_step has advanced by at least this much since the last log. */
+    logging_steps: intAtLeast('logging_steps', 1).default(1),
+
+    // ---- paper-aligned options (design.md difference 5) ----
+    /** Passes over one buffer (PPO-style epochs); 1 = CoMLRL's single pass. */
+    update_epochs: intAtLeast('update_epochs', 1).default(1),
+    /**
+     * Weight the advantage by ρ = π_θ(a|h)/π_old(a|h) from the stored behaviour log-probs (summed
+     * over the completion); false: CoMLRL's −log π·A.
+     */
+    use_importance_ratio: boolField('use_importance_ratio').default(true),
+    /** PPO clip of ρ to [1 − c, 1 + c] (the paper's "advantage clip"); null: unclipped ratio. */
+    ratio_clip_range: finiteNumber('ratio_clip_range', { min: 0, exclusiveMin: true }).nullable().default(0.2),
+    /** The critic reads m_t (turn, horizon, last reward / max reward), as the paper's critic prompt. */
+    use_global_info: boolField('use_global_info').default(useGlobalInfoDefault),
+
+    // ---- comlrl run settings (as in MAGRPO) ----
+    /** Seed of every random stream (sampling, head init, minibatch order, eval sampling). */
+    seed: intAtLeast('seed', 0).default(0),
+    /** Clip each model's global gradient norm to this before its AdamW step; null: no clipping (CoMLRL). */
+    max_grad_norm: finiteNumber('max_grad_norm', { min: 0, exclusiveMin: true }).nullable().default(null),
+    /** AdamW decoupled weight decay (torch default), actors and critics. */
+    weight_decay: finiteNumber('weight_decay', { min: 0 }).default(0.01),
+    /** AdamW β1, β2 (torch defaults). */
+    adam_betas: z
+      .tuple([betaField('adam_betas[0]'), betaField('adam_betas[1]')], {
+        error: 'adam_betas must be a pair [beta1, beta2] of numbers in [0, 1)',
+      })
+      .default([0.9, 0.999]),
+    /** AdamW ε (torch default). */
+    adam_eps: finiteNumber('adam_eps', { min: 0, exclusiveMin: true }).default(1e-8),
+    /** Argmax decoding at evaluation (CoMLRL samples with the training settings). */
+    eval_greedy: boolField('eval_greedy').default(false),
+    /** Completions per scoring forward/backward pass (gradients are summed); null: the whole minibatch. */
+    scoring_batch_size: intAtLeast('scoring_batch_size', 1).nullable().default(null),
+    /** Registered value-head kind for every head; null → by hidden dim (mlp if set, else linear). */
+    critic_head: z.string({ error: 'critic_head must be a registered head name (e.g. "linear", "mlp") or null' }).min(1, {
+      error: 'critic_head must be a registered head name (e.g. "linear", "mlp") or null',
+    }).nullable().default(null),
+    /** Keep at most this many critic input tokens (right truncation, as HF tokenizers); null: all. */
+    critic_max_length: intAtLeast('critic_max_length', 1).nullable().default(null),
+  };
+}
+
+// CoMLRL: multi-turn actor-critic plays one sample per agent per turn.
+function multiTurnNeedsOneGeneration(cfg: { num_turns: number; num_generations: number }, ctx: z.RefinementCtx): void {
+  if (cfg.num_turns > 1 && cfg.num_generations !== 1) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['num_generations'],
+      message: `num_generations must be 1 when num_turns > 1 (multi-turn actor-critic samples one completion per agent per turn; got num_generations=${cfg.num_generations}, num_turns=${cfg.num_turns})`,
+    });
+  }
+}
+
+const dcSchema = z
+  .strictObject({
+    ...sharedFields(false),
+    // ---- IACConfig-only fields ----
+    /** Value clipping around the rollout-time value; used only with a shared head (use_separate_critic: false). */
+    value_clip_range: finiteNumber('value_clip_range', { min: 0, exclusiveMin: true }).nullable().default(0.2),
+    /** true: a separate critic LM per agent (CoMLRL default); false: a value head on each actor's backbone. */
+    use_separate_critic: boolField('use_separate_critic').default(true),
+    /** Hidden width of the separate critics' MLP head; null → linear head. */
+    critic_value_head_hidden_dim: intAtLeast('critic_value_head_hidden_dim', 1).nullable().default(null),
+    /** Hidden width of the shared head's MLP; null → linear head. */
+    value_head_hidden_dim: intAtLeast('value_head_hidden_dim', 1).nullable().default(null),
+  })
+  .superRefine(multiTurnNeedsOneGeneration);
+
+const ccSchema = z
+  .strictObject({
+    ...sharedFields(true),
+    /** Hidden width of the centralized critic's MLP head (CoMLRL reads it from model_config); null → linear. */
+    critic_value_head_hidden_dim: intAtLeast('critic_value_head_hidden_dim', 1).nullable().default(null),
+  })
+  .superRefine(multiTurnNeedsOneGeneration);
+
+/** CoLLM-DC config as written by users (every field optional). */
+export type CoLLMDCConfigInput = z.input<typeof dcSchema>;
+/** CoLLM-DC config after validation and defaults. */
+export type CoLLMDCConfig = z.output<typeof dcSchema>;
+/** CoLLM-CC config as written by users (every field optional). */
+export type CoLLMCCConfigInput = z.input<typeof ccSchema>;
+/** CoLLM-CC config after validation and defaults. */
+export type CoLLMCCConfig = z.output<typeof ccSchema>;
+
+/** Every accepted CoLLM-DC field name. */
+export const COLLM_DC_CONFIG_FIELDS: readonly string[] = Object.keys(dcSchema.shape);
+/** Every accepted CoLLM-CC field name. */
+export const COLLM_CC_CONFIG_FIELDS: readonly string[] = Object.keys(ccSchema.shape);
+
+/** The zod schemas (for CLI/config tooling). */
+export const collmDCConfigSchema = dcSchema;
+export const collmCCConfigSchema = ccSchema;
+
+/** Validates a CoLLM-DC (IAC) config and fills defaults; throws TrainerConfigError naming each bad field. */
+export function parseCoLLMDCConfig(input: CoLLMDCConfigInput | Record<string, unknown> = {}): CoLLMDCConfig {
+  return parseConfig('CoLLM-DC', dcSchema, input, COLLM_DC_CONFIG_FIELDS);
+}
+
+/** Validates a CoLLM-CC (MAAC) config and fills defaults; throws TrainerConfigError naming each bad field. */
+export function parseCoLLMCCConfig(input: CoLLMCCConfigInput | Record<string, unknown> = {}): CoLLMCCConfig {
+  return parseConfig('CoLLM-CC', ccSchema, input, COLLM_CC_CONFIG_FIELDS);
+}
+
+/**
+ * The settings that make an actor-critic config reproduce CoMLRL 1.3.6's update: a single pass,
+ * −log π·A without a ratio, and critics that do not read m_t. Spread it into a config input.
+ */
+export function comlrl136(): { update_epochs: 1; use_importance_ratio: false; ratio_clip_range: null; use_global_info: false } {
+  return { update_epochs: 1, use_importance_ratio: false, ratio_clip_range: null, use_global_info: false };
+}

@@ -1,0 +1,77 @@
+/**
+ * Group-relative advantages (MAGRPO §2.3 of the reference): one group = the K completions one agent
+ * sampled at one tree node, each with its (aggregated) return.
+ */
+
+/** How the raw advantage is formed from a group's returns before the optional z-score. */
+export type AdvantageMode = 'mean' | 'raw' | 'max' | 'rloo';
+
+/** The advantage modes, in CoMLRL's order. */
+export const ADVANTAGE_MODES = ['mean', 'raw', 'max', 'rloo'] as const;
+
+/** Smallest std used by the z-score, so a near-constant group does not blow up. */
+export const STD_FLOOR = 1e-6;
+
+/** Population mean. */
+export function mean(values: readonly number[]): number {
+  if (values.length === 0) return 0;
+  let s = 0;
+  for (const v of values) s += v;
+  return s / values.length;
+}
+
+/** Population standard deviation (divides by n, as torch's `unbiased=False`). */
+export function stdPop(values: readonly number[]): number {
+  if (values.length === 0) return 0;
+  const m = mean(values);
+  let s = 0;
+  for (const v of values) s += (v - m) * (v - m);
+  return Math.sqrt(s / values.length);
+}
+
+/** (x − mean) / max(std_pop, floor). A constant group maps to zeros. */
+export function zScore(values: readonly number[], floor = STD_FLOOR): number[] {
+  const m = mean(values);
+  const sd = Math.max(stdPop(values), floor);
+  return values.map((v) => (v - m) / sd);
+}
+
+/**
+ * Advantages of one group of returns R (length K):
+ * - mean: R − mean(R); raw: R; max: R − max(R); rloo: (K·R − ΣR)/(K − 1), i.e. R minus the mean of
+ *   the other K − 1 returns;
+ * - then, if `normalize` and K > 1, the z-score of the result (population std, floor 1e-6).
+ * With normalization on, all four modes give the same z-score of R (a known CoMLRL property).
+ */
+export function groupAdvantages(returns: readonly number[], mode: AdvantageMode, normalize: boolean): number[] {
+  const k = returns.length;
+  let adv: number[];
+  switch (mode) {
+    case 'mean': {
+      const m = mean(returns);
+      adv = returns.map((r) => r - m);
+      break;
+    }
+    case 'raw':
+      adv = [...returns];
+      break;
+    case 'max': {
+      const mx = Math.max(...returns);
+      adv = returns.map((r) => r - mx);
+      break;
+    }
+    case 'rloo': {
+      // A lone sample has no others to compare with: no signal.
+      if (k < 2) return returns.map(() => 0);
+      const sum = returns.reduce((a, b) => a + b, 0);
+      adv = returns.map((r) => (k * r - sum) / (k - 1));
+      break;
+    }
+  }
+  return normalize && k > 1 ? zScore(adv) : adv;
+}
+
+/** True when every value equals the first (a group that yields no learning signal). */
+export function hasZeroSpread(values: readonly number[]): boolean {
+  return values.every((v) => v === values[0]);
+}

@@ -1,0 +1,117 @@
+/**
+ * Agent-side text ↔ ids: prompt encoding (raw text or the agent's chat template) and sampling K
+ * completions per prompt with one `generate` call, decoded without special tokens.
+ */
+import type { Agent } from '../../src/decpomdp/agent.js';
+import type { ChatMessage } from '../../src/tokenizer/types.js';
+import type { Rng } from '../../src/util/rng.js';
+
+/**
+ * Token ids of the prompt agent `agent` gets for observation `observation`.
+ * - `agent.chat === false`: the raw text, tokenized with the tokenizer's default special tokens
+ *   (what `tokenizer(prompt)` does in CoMLRL, e.g. Llama's BOS).
+ * - otherwise: an optional system message plus the observation as the user message, rendered with
+ *   the chat template and the assistant header; the rendered text already carries its special
+ *   tokens, so none are added on encoding (as HF `apply_chat_template(tokenize=True)` does).
+ */
+export function encodePrompt(agent: Agent, observation: string): number[] {
+  if (agent.chat === false) return agent.tokenizer.encode(observation);
+  if (!agent.tokenizer.hasChatTemplate) {
+    throw new Error(`agent '${agent.name}': chat formatting is on but its tokenizer has no chat template (set chat: false)`);
+  }
+  const messages: ChatMessage[] = [];
+  if (agent.chat.system !== undefined) messages.push({ role: 'system', content: agent.chat.system });
+  messages.push({ role: 'user', content: observation });
+  const text = agent.tokenizer.applyChatTemplate(messages, {
+    addGenerationPrompt: true,
+    ...(agent.chat.enableThinking !== undefined ? { enableThinking: agent.chat.enableThinking } : {}),
+  });
+  return agent.tokenizer.encode(text, { addSpecialTokens: false });
+}
+
+/** Sampling settings shared by every generate call of a trainer. */
+export interface GenerationSettings {
+  maxNewTokens: number;
+  temperature: number;
+  topP: number;
+  /** null or 0: off. */
+  topK: number | null;
+  /** Argmax decoding (evaluation may use it). */
+  greedy?: boolean;
+}
+
+/** K completions of one agent for one prompt. */
+export interface CompletionGroup {
+  /** The encoded prompt. */
+  promptIds: number[];
+  /** Generated ids per completion, EOS included when generation stopped on it; never padding. */
+  ids: number[][];
+  /** Decoded completions (special tokens skipped). */
+  texts: string[];
+  /** Summed behaviour log-prob of each completion under the sampling distribution. */
+  logProbSums: number[];
+  /** Per-token behaviour log-probs of each completion. */
+  tokenLogProbs: number[][];
+  /** Whether each completion ended on an EOS/stop token. */
+  finished: boolean[];
+}
+
+/** The ids that end a completion: the model's configured EOS ids plus the tokenizer's EOS. */
+export function stopIds(agent: Agent): number[] {
+  // Instruct checkpoints often stop on the chat end token, which is the tokenizer's EOS but not always
+  // in config.json's eos_token_id.
+  return [...new Set([...agent.model.eosTokenIds, agent.tokenizer.eosTokenId])];
+}
+
+/**
+ * Samples `k` completions for each of `prompts` with one `generate` call
+ * (`numReturnSequences = k`) and decodes them. Returns one group per prompt, in order.
+ */
+export async function generateGroups(
+  agent: Agent,
+  prompts: readonly number[][],
+  k: number,
+  settings: GenerationSettings,
+  rng: Rng,
+): Promise<CompletionGroup[]> {
+  const out = await agent.model.generate(
+    prompts.map((p) => [...p]),
+    {
+      maxNewTokens: settings.maxNewTokens,
+      temperature: settings.temperature,
+      topP: settings.topP,
+      topK: settings.topK,
+      greedy: settings.greedy ?? false,
+      numReturnSequences: k,
+      eosTokenIds: stopIds(agent),
+      rng,
+    },
+  );
+  if (out.sequences.length !== prompts.length * k) {
+    throw new Error(`agent '${agent.name}': generate returned ${out.sequences.length} sequences, expected ${prompts.length * k}`);
+  }
+  return prompts.map((promptIds, p) => {
+    const rows = out.sequences.slice(p * k, (p + 1) * k);
+    const lps = out.logProbs.slice(p * k, (p + 1) * k);
+    return {
+      promptIds: [...promptIds],
+      ids: rows,
+      texts: rows.map((ids) => agent.tokenizer.decode(ids, { skipSpecialTokens: true })),
+      logProbSums: lps.map((lp) => lp.reduce((a, b) => a + b, 0)),
+      tokenLogProbs: lps,
+      finished: out.finished.slice(p * k, (p + 1) * k),
+    };
+  });
+}
+
+/** {@link generateGroups} for a single prompt. */
+export async function generateGroup(
+  agent: Agent,
+  promptIds: readonly number[],
+  k: number,
+  settings: GenerationSettings,
+  rng: Rng,
+): Promise<CompletionGroup> {
+  const [group] = await generateGroups(agent, [[...promptIds]], k, settings, rng);
+  return group;
+}

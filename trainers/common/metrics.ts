@@ -1,0 +1,62 @@
+/**
+ * Metric names. CoMLRL logs per-turn values as `turn_k/<name>` with k 1-based, eval values under
+ * `eval/`, and comlrl adds per-agent values as `agent_i/<name>` (i 0-based, like the `agent_i/`
+ * save folders).
+ */
+
+/** `turn_{turn+1}/name` for a 0-based turn index. */
+export function turnKey(turn: number, name: string): string {
+  return `turn_${turn + 1}/${name}`;
+}
+
+/** `agent_{i}/name` for a 0-based agent index. */
+export function agentKey(agent: number, name: string): string {
+  return `agent_${agent}/${name}`;
+}
+
+/** `eval/name`. */
+export function evalKey(name: string): string {
+  return `eval/${name}`;
+}
+
+/** A flat record of finite numbers as logged per step. */
+export type MetricRecord = Record<string, number>;
+
+/** Accumulates wall time per phase (generation, reward, scoring, ...) in seconds. */
+export class PhaseTimer {
+  private readonly totals = new Map<string, number>();
+
+  /** Runs `fn` and adds its wall time to `phase`. */
+  async time<R>(phase: string, fn: () => Promise<R> | R): Promise<R> {
+    const t0 = performance.now();
+    try {
+      return await fn();
+    } finally {
+      this.add(phase, (performance.now() - t0) / 1000);
+    }
+  }
+
+  /** Adds `seconds` to `phase`. */
+  add(phase: string, seconds: number): void {
+    this.totals.set(phase, (this.totals.get(phase) ?? 0) + seconds);
+  }
+
+  /** Seconds recorded for `phase` so far. */
+  get(phase: string): number {
+    return this.totals.get(phase) ?? 0;
+  }
+
+  /** All phases as `{prefix}{phase}_s`, then clears. */
+  drain(prefix = 'time/'): MetricRecord {
+    const out: MetricRecord = {};
+    for (const [k, v] of this.totals) out[`${prefix}${k}_s`] = v;
+    this.totals.clear();
+    return out;
+  }
+}
+
+/** Where trainers send their metrics (the JSONL `MetricsLogger` and test collectors fit it). */
+export interface MetricsSink {
+  /** Records `metrics` at x-axis value `step` (env_step, as CoMLRL logs). */
+  log(step: number, metrics: MetricRecord): unknown;
+}

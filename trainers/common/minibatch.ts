@@ -1,0 +1,27 @@
+/**
+ * Buffer → minibatches: CoMLRL processes a full rollout buffer by turn group (ascending turn), and
+ * within a group shuffles the samples and cuts them into minibatches of `train_batch_size`, with one
+ * optimizer step per minibatch and a single pass. comlrl shuffles with a seeded stream.
+ */
+import type { Rng } from '../../src/util/rng.js';
+
+/** Splits items into groups keyed by `turnOf`, returned in ascending turn order; order inside a group is kept. */
+export function groupByTurn<T>(items: readonly T[], turnOf: (item: T) => number): { turn: number; items: T[] }[] {
+  const groups = new Map<number, T[]>();
+  for (const item of items) {
+    const t = turnOf(item);
+    const g = groups.get(t);
+    if (g) g.push(item);
+    else groups.set(t, [item]);
+  }
+  return [...groups.entries()].sort((a, b) => a[0] - b[0]).map(([turn, group]) => ({ turn, items: group }));
+}
+
+/** Shuffles a copy of `items` with `rng` and cuts it into chunks of `batchSize` (the last may be shorter). */
+export function shuffledMinibatches<T>(items: readonly T[], batchSize: number, rng: Rng): T[][] {
+  if (!Number.isInteger(batchSize) || batchSize < 1) throw new Error(`minibatch size must be an integer >= 1, got ${batchSize}`);
+  const order = rng.shuffle([...items]);
+  const batches: T[][] = [];
+  for (let i = 0; i < order.length; i += batchSize) batches.push(order.slice(i, i + batchSize));
+  return batches;
+}

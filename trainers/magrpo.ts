@@ -1,0 +1,612 @@
+/**
+ * MAGRPO — Multi-Agent Group Relative Policy Optimization (MAGRPO paper; CoMLRL 1.3.6 behaviour).
+ *
+ * For each training task:
+ *   1. Expand a rollout tree. At a node (state s, turn t) every agent i observes o_i = observe(s, i)
+ *      and samples K completions. Joint actions are the K aligned tuples (k-th with k-th) or, in
+ *      cross mode, all K^n combinations; each gets the joint reward r_j. Unless the node's mean
+ *      reward exceeds the early-termination threshold (or t is the last turn), each joint action's
+ *      next state becomes a child node that samples a fresh K per agent.
+ *   2. Returns, bottom-up: R_j = r_j + γ · mean(returns of child j)  (leaf: R_j = r_j).
+ *   3. Every node gives each agent one sample: its K completions with their returns (cross mode:
+ *      for completion m of agent i, the sum of R_j over the joint actions that used it).
+ *   4. Samples go to the agent's rollout buffer; a full buffer is consumed by turn group, shuffled
+ *      into minibatches; per minibatch one AdamW step on
+ *        loss = mean_samples mean_k [ −A_k · Σ_t log π(token_t of completion k) ],
+ *      with A the group-relative advantage (mean / raw / max / rloo, then optionally z-scored).
+ *
+ * Deliberate differences from CoMLRL 1.3.6 (README "Differences from CoMLRL"): every generated
+ * token is scored (EOS included, padding never; CoMLRL drops the last token and scores padding),
+ * joint_mode is 'aligned' | 'cross' only, non-finite losses raise, random streams are seeded.
+ */
+import type { Agent } from '../src/decpomdp/agent.js';
+import { isStaged } from '../src/decpomdp/staged.js';
+import type { LLMDecPOMDP, StepResult } from '../src/decpomdp/types.js';
+import { AdamW } from '../src/optim/adamw.js';
+import { createRng, rngFor, type Rng } from '../src/util/rng.js';
+import { groupAdvantages, hasZeroSpread, mean } from './common/advantage.js';
+import {
+  evalTurnMetrics,
+  runEvalCallbacks,
+  runEvalEpisodes,
+  summarizeEval,
+  type EvalCallback,
+  type EvalEpisode,
+} from './common/eval.js';
+import { encodePrompt, generateGroup, type CompletionGroup, type GenerationSettings } from './common/generation.js';
+import { policyGradientStep, type PolicyGradientRow } from './common/loss.js';
+import { agentKey, PhaseTimer, turnKey, type MetricRecord, type MetricsSink } from './common/metrics.js';
+import { groupByTurn, shuffledMinibatches } from './common/minibatch.js';
+import { saveAgents } from './common/save.js';
+import { checkTrainerState, optimizerStates, restoreOptimizers, type DatasetCursor, type TrainerState } from './common/state.js';
+import { parseMAGRPOConfig, type JointMode, type MAGRPOConfig, type MAGRPOConfigInput } from './magrpo-config.js';
+
+// ---------------------------------------------------------------------------------------------
+// The algorithm's pure pieces (exported so they can be checked by hand).
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Joint actions of a node as completion indices per agent. Aligned: (k, k, …, k) for k < K.
+ * Cross: the Cartesian product in itertools.product order (last agent varies fastest). One agent:
+ * aligned.
+ */
+export function jointActions(numAgents: number, k: number, mode: JointMode): number[][] {
+  if (mode === 'aligned' || numAgents === 1) return Array.from({ length: k }, (_, i) => Array<number>(numAgents).fill(i));
+  let tuples: number[][] = [[]];
+  for (let a = 0; a < numAgents; a++) tuples = tuples.flatMap((t) => Array.from({ length: k }, (_, i) => [...t, i]));
+  return tuples;
+}
+
+/** Early termination: a node stops expanding when its mean reward is strictly greater than the threshold. */
+export function terminatesEarly(rewards: readonly number[], threshold: number | null): boolean {
+  return threshold !== null && mean(rewards) > threshold;
+}
+
+/** R_j = r_j + γ · mean(child j's returns), or r_j where joint action j has no child. */
+export function nodeReturns(
+  rewards: readonly number[],
+  childReturns: readonly (readonly number[] | null)[],
+  discount: number,
+): number[] {
+  return rewards.map((r, j) => {
+    const c = childReturns[j];
+    return c && c.length > 0 ? r + discount * mean(c) : r;
+  });
+}
+
+/**
+ * The K returns one agent learns from at a node. Aligned: the joint returns themselves. Cross: for
+ * each of the agent's completions m, the sum of the joint returns whose tuple used m (CoMLRL sums;
+ * under the default z-score this equals the mean).
+ */
+export function agentGroupReturns(
+  returns: readonly number[],
+  joints: readonly (readonly number[])[],
+  agent: number,
+  k: number,
+  mode: JointMode,
+): number[] {
+  if (mode === 'aligned' || joints.length === k) return [...returns];
+  const out = new Array<number>(k).fill(0);
+  joints.forEach((tuple, j) => {
+    out[tuple[agent]] += returns[j];
+  });
+  return out;
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data the trainer keeps.
+// ---------------------------------------------------------------------------------------------
+
+/** One node of the rollout tree. */
+export interface RolloutNode<S> {
+  /** 0-based turn. */
+  readonly turn: number;
+  readonly state: S;
+  /** observations[i]: agent i's prompt text. */
+  readonly observations: string[];
+  /** groups[i]: agent i's K completions. */
+  readonly groups: CompletionGroup[];
+  /** joints[j][i]: which of agent i's completions joint action j uses. */
+  readonly joints: number[][];
+  /** r_j per joint action. */
+  readonly rewards: number[];
+  /** The child each joint action led to (null: leaf branch). */
+  readonly children: (RolloutNode<S> | null)[];
+  /** R_j per joint action. */
+  readonly returns: number[];
+  /** env_step after this node's rewards were counted (CoMLRL's node ordering key). */
+  readonly envStep: number;
+}
+
+/** What one agent learns from at one node: its K completions and their returns. JSON-able. */
+export interface NodeSample {
+  readonly agent: number;
+  readonly turn: number;
+  readonly envStep: number;
+  readonly promptIds: number[];
+  readonly completionIds: number[][];
+  /** Per-completion return (aggregated over combinations in cross mode). */
+  readonly returns: number[];
+  readonly nodeMeanReward: number;
+  readonly nodeMeanReturn: number;
+}
+
+/** Per-agent samples of a tree, each list ordered by env_step (pre-order: parents first). */
+export function treeSamples<S>(root: RolloutNode<S>, numAgents: number, k: number, mode: JointMode): NodeSample[][] {
+  const out: NodeSample[][] = Array.from({ length: numAgents }, () => []);
+  const visit = (node: RolloutNode<S>): void => {
+    for (const child of node.children) if (child) visit(child);
+    for (let a = 0; a < numAgents; a++) {
+      out[a].push({
+        agent: a,
+        turn: node.turn,
+        envStep: node.envStep,
+        promptIds: node.groups[a].promptIds,
+        completionIds: node.groups[a].ids,
+        returns: agentGroupReturns(node.returns, node.joints, a, k, mode),
+        nodeMeanReward: mean(node.rewards),
+        nodeMeanReturn: mean(node.returns),
+      });
+    }
+  };
+  visit(root);
+  for (const list of out) list.sort((x, y) => x.envStep - y.envStep);
+  return out;
+}
+
+/** Every node of a tree, pre-order. */
+export function treeNodes<S>(root: RolloutNode<S>): RolloutNode<S>[] {
+  const out: RolloutNode<S>[] = [];
+  const visit = (n: RolloutNode<S>): void => {
+    out.push(n);
+    for (const c of n.children) if (c) visit(c);
+  };
+  visit(root);
+  return out;
+}
+
+/** MAGRPO's trainer-specific resume data. */
+export interface MAGRPOStateExtra {
+  /** Pending node samples per agent. */
+  readonly buffers: NodeSample[][];
+  /** Per-turn sums for the epoch-end metrics. */
+  readonly epochTurnStats: { turn: number; nodes: number; rewardSum: number; returnSum: number }[];
+}
+
+/** A MAGRPO trainer snapshot. */
+export type MAGRPOTrainerState = TrainerState<MAGRPOStateExtra>;
+
+/** Constructor arguments of {@link MAGRPOTrainer}. */
+export interface MAGRPOTrainerOptions<T, S> {
+  /** The n agents (separate model objects; vocabularies may differ). */
+  agents: readonly Agent[];
+  env: LLMDecPOMDP<T, S>;
+  trainTasks: readonly T[];
+  evalTasks?: readonly T[];
+  /** CoMLRL MAGRPOConfig fields (snake_case) plus comlrl extras; see magrpo-config.ts. */
+  config?: MAGRPOConfigInput;
+  /** User metrics over eval episodes, logged as `eval/<key>`. */
+  evalCallbacks?: readonly EvalCallback<T, S>[];
+  /** Receives train and eval metrics at step = env_step. */
+  logger?: MetricsSink;
+}
+
+/** Options of {@link MAGRPOTrainer.train}. */
+export interface MAGRPOTrainOptions {
+  /** Stop after this many training items in this call (the cursor lets a later call continue). */
+  maxItems?: number;
+  /** Called after each training item (e.g. to checkpoint with exportState()). */
+  onItemEnd?: (progress: { epoch: number; index: number; envStep: number }) => void | Promise<void>;
+}
+
+/** One evaluation's results. */
+export interface MAGRPOEvalResult<T, S> {
+  readonly envStep: number;
+  /** `eval/turn_k/mean_reward`, `eval/turn_k/mean_return`, callback metrics, timing. */
+  readonly metrics: MetricRecord;
+  readonly episodes: EvalEpisode<T, S>[];
+}
+
+/** Update statistics of one agent since the last log. */
+interface UpdateWindow {
+  steps: number;
+  lossSum: number;
+  gradNormSum: number;
+}
+
+/**
+ * Trains n LLM agents with MAGRPO on an LLM Dec-POMDP.
+ *
+ * ```ts
+ * const trainer = new MAGRPOTrainer({ agents, env, trainTasks, evalTasks, config: { num_turns: 1, num_generations: 4 } });
+ * await trainer.train();
+ * await trainer.save('out');
+ * ```
+ */
+export class MAGRPOTrainer<T, S> {
+  /** The validated config with defaults. */
+  readonly config: MAGRPOConfig;
+  readonly agents: readonly Agent[];
+  readonly env: LLMDecPOMDP<T, S>;
+  /** One AdamW per agent. */
+  readonly optimizers: readonly AdamW[];
+
+  private readonly trainTasks: readonly T[];
+  private readonly evalTasks: readonly T[];
+  private readonly evalCallbacks: readonly EvalCallback<T, S>[];
+  private readonly logger: MetricsSink | undefined;
+  private readonly k: number;
+  private readonly trainBatchSize: number;
+  private readonly settings: GenerationSettings;
+
+  private samplingRng: Rng;
+  private minibatchRng: Rng;
+  private buffers: NodeSample[][];
+  private cursor: DatasetCursor = { epoch: 0, index: 0 };
+  private envStep = 0;
+  private optimizerSteps = 0;
+  private lastLogEnvStep: number | null = null;
+  private epochTurnStats = new Map<number, { nodes: number; rewardSum: number; returnSum: number }>();
+  private readonly timer = new PhaseTimer();
+  private tokensWindow: number[];
+  private completionsWindow: number[];
+  private updateWindow: UpdateWindow[];
+
+  constructor(options: MAGRPOTrainerOptions<T, S>) {
+    const config = parseMAGRPOConfig(options.config ?? {});
+    const { agents, env } = options;
+    const n = agents.length;
+    if (n < 1) throw new Error('MAGRPOTrainer: agents must hold at least one agent');
+    if (config.num_agents !== undefined && config.num_agents !== n) {
+      throw new Error(`MAGRPOTrainer: config num_agents is ${config.num_agents} but ${n} agents were given`);
+    }
+    if (env.numAgents !== n) throw new Error(`MAGRPOTrainer: env '${env.name}' has ${env.numAgents} agents but ${n} agents were given`);
+    if (config.num_turns > env.horizon) {
+      throw new Error(`MAGRPOTrainer: num_turns ${config.num_turns} exceeds env '${env.name}' horizon ${env.horizon}`);
+    }
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j < i; j++) {
+        if (agents[i].model === agents[j].model) {
+          throw new Error(`MAGRPOTrainer: agents ${j} and ${i} share one model object; homogeneous agents must be separate copies`);
+        }
+      }
+    }
+    if (options.trainTasks.length === 0) throw new Error('MAGRPOTrainer: trainTasks is empty');
+
+    this.config = config;
+    this.agents = [...agents];
+    this.env = env;
+    this.trainTasks = options.trainTasks;
+    this.evalTasks = options.evalTasks ?? [];
+    this.evalCallbacks = options.evalCallbacks ?? [];
+    this.logger = options.logger;
+    this.k = config.num_generations;
+    this.trainBatchSize = config.train_batch_size ?? config.rollout_buffer_size;
+    this.settings = {
+      maxNewTokens: config.max_new_tokens,
+      temperature: config.temperature,
+      topP: config.top_p,
+      topK: config.top_k,
+    };
+    this.optimizers = agents.map(
+      (a) =>
+        new AdamW(a.model.trainableVariables(), {
+          lr: config.agent_learning_rate,
+          betas: config.adam_betas,
+          eps: config.adam_eps,
+          weightDecay: config.weight_decay,
+        }),
+    );
+    this.samplingRng = rngFor(config.seed, 'sampling');
+    this.minibatchRng = rngFor(config.seed, 'minibatch');
+    this.buffers = agents.map(() => []);
+    this.tokensWindow = agents.map(() => 0);
+    this.completionsWindow = agents.map(() => 0);
+    this.updateWindow = agents.map(() => ({ steps: 0, lossSum: 0, gradNormSum: 0 }));
+  }
+
+  /** Joint actions evaluated so far (CoMLRL's `env_step`, the logging x-axis). */
+  get envSteps(): number {
+    return this.envStep;
+  }
+
+  /** Optimizer steps taken so far, summed over agents. */
+  get updateSteps(): number {
+    return this.optimizerSteps;
+  }
+
+  /** The next training item (epoch, index). */
+  get datasetCursor(): DatasetCursor {
+    return { ...this.cursor };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Training loop.
+  // -------------------------------------------------------------------------------------------
+
+  /**
+   * Runs the remaining epochs from the current cursor: per task, eval when due, expand the rollout
+   * tree, buffer its samples and update full buffers; at epoch end flush every buffer.
+   */
+  async train(options: MAGRPOTrainOptions = {}): Promise<void> {
+    const { num_train_epochs: epochs, eval_interval: evalInterval } = this.config;
+    let items = 0;
+    while (this.cursor.epoch < epochs) {
+      while (this.cursor.index < this.trainTasks.length) {
+        if (options.maxItems !== undefined && items >= options.maxItems) return;
+        const index = this.cursor.index;
+        // CoMLRL evaluates when batch_idx % eval_interval == 0, i.e. also before the first item of each epoch.
+        if (evalInterval > 0 && this.evalTasks.length > 0 && index % evalInterval === 0) await this.evaluate();
+
+        const root = await this.rolloutTree(this.trainTasks[index]);
+        const samples = treeSamples(root, this.agents.length, this.k, this.config.joint_mode);
+        for (let a = 0; a < this.agents.length; a++) {
+          for (const sample of samples[a]) {
+            this.buffers[a].push(sample);
+            if (this.buffers[a].length >= this.config.rollout_buffer_size) await this.updateAgent(a);
+          }
+        }
+        this.recordTree(root);
+
+        this.cursor = { epoch: this.cursor.epoch, index: index + 1 };
+        items++;
+        await this.maybeLogTrain(root);
+        await options.onItemEnd?.({ epoch: this.cursor.epoch, index, envStep: this.envStep });
+      }
+      // Epoch end: whatever is left in the buffers is trained on too.
+      for (let a = 0; a < this.agents.length; a++) if (this.buffers[a].length > 0) await this.updateAgent(a);
+      await this.logEpochEnd();
+      this.cursor = { epoch: this.cursor.epoch + 1, index: 0 };
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // 1–2. The rollout tree and its returns.
+  // -------------------------------------------------------------------------------------------
+
+  /** Expands the full rollout tree of one task (sampling with the training settings). */
+  async rolloutTree(task: T): Promise<RolloutNode<S>> {
+    return this.expandNode(this.env.initialState(task), 0);
+  }
+
+  private async expandNode(state: S, turn: number): Promise<RolloutNode<S>> {
+    const { agents, env, k } = this;
+    const { joint_mode: mode, num_turns: numTurns, discount } = this.config;
+
+    // Every agent observes the state and samples K completions (one generate call per agent).
+    const observations = agents.map((_, i) => env.observe(state, i));
+    const groups: CompletionGroup[] = [];
+    for (let i = 0; i < agents.length; i++) {
+      const promptIds = encodePrompt(agents[i], observations[i]);
+      const group = await this.timer.time('generation', () => generateGroup(agents[i], promptIds, k, this.settings, this.samplingRng));
+      this.tokensWindow[i] += group.ids.reduce((s, c) => s + c.length, 0);
+      this.completionsWindow[i] += group.ids.length;
+      groups.push(group);
+    }
+
+    // Joint actions (aligned: K, cross: K^n) and their joint rewards.
+    const joints = jointActions(agents.length, k, mode);
+    const actions = joints.map((tuple) => tuple.map((c, i) => groups[i].texts[c]));
+    const expand = (rewards: number[]) => turn + 1 < numTurns && !terminatesEarly(rewards, this.config.early_termination_threshold);
+    let rewards: number[];
+    let steps: (StepResult<S> | null)[];
+    if (isStaged(env)) {
+      // Rewards first; the (possibly costly) transitions only for nodes that will have children.
+      const joint = await this.timer.time('reward', () => Promise.all(actions.map((a) => env.rewardOf(state, a))));
+      rewards = joint.map((r) => r.reward);
+      this.checkRewards(rewards, turn);
+      steps = expand(rewards)
+        ? await this.timer.time('transition', () => Promise.all(actions.map((a, j) => env.transition(state, a, joint[j]))))
+        : actions.map(() => null);
+    } else {
+      steps = await this.timer.time('reward', () => Promise.all(actions.map((a) => env.step(state, a))));
+      rewards = steps.map((s) => (s as StepResult<S>).reward);
+      this.checkRewards(rewards, turn);
+    }
+    this.envStep += joints.length;
+    const envStep = this.envStep;
+
+    // Children: each joint action's next state is expanded with a fresh K per agent.
+    const children: (RolloutNode<S> | null)[] = [];
+    const grow = expand(rewards);
+    for (let j = 0; j < joints.length; j++) {
+      const step = steps[j];
+      children.push(grow && step !== null && !step.done ? await this.expandNode(step.next, turn + 1) : null);
+    }
+
+    // Returns bottom-up: R_j = r_j + γ·mean(child j's returns).
+    const returns = nodeReturns(rewards, children.map((c) => c?.returns ?? null), discount);
+    return { turn, state, observations, groups, joints, rewards, children, returns, envStep };
+  }
+
+  private checkRewards(rewards: readonly number[], turn: number): void {
+    const bad = rewards.find((r) => !Number.isFinite(r));
+    if (bad !== undefined) throw new Error(`MAGRPO: env '${this.env.name}' returned a non-finite reward (${bad}) at turn ${turn + 1}`);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // 3–4. Buffers → minibatches → one AdamW step each.
+  // -------------------------------------------------------------------------------------------
+
+  /** Consumes agent a's buffer: by turn group, shuffled minibatches, one optimizer step each. */
+  private async updateAgent(a: number): Promise<void> {
+    const buffer = this.buffers[a];
+    this.buffers[a] = [];
+    const { advantage_mode: mode, advantage_normalization: normalize } = this.config;
+    const agent = this.agents[a];
+    for (const group of groupByTurn(buffer, (s) => s.turn)) {
+      for (const minibatch of shuffledMinibatches(group.items, this.trainBatchSize, this.minibatchRng)) {
+        // loss = (1/|minibatch|) Σ_samples (1/K) Σ_k −A_k · Σ_t log π(token_t): fold both means into coef.
+        const rows: PolicyGradientRow[] = minibatch.flatMap((sample) => {
+          const adv = groupAdvantages(sample.returns, mode, normalize);
+          const kk = sample.completionIds.length;
+          return sample.completionIds.map((completionIds, c) => ({
+            promptIds: sample.promptIds,
+            completionIds,
+            coef: adv[c] / (kk * minibatch.length),
+          }));
+        });
+        const result = await this.timer.time('training', () =>
+          policyGradientStep(agent.model, this.optimizers[a], rows, {
+            maxGradNorm: this.config.max_grad_norm,
+            chunkSize: this.config.scoring_batch_size,
+            label: `MAGRPO agent ${a} ('${agent.name}'), turn ${group.turn + 1}`,
+          }),
+        );
+        this.optimizerSteps++;
+        const w = this.updateWindow[a];
+        w.steps++;
+        w.lossSum += result.loss;
+        w.gradNormSum += result.gradNorm;
+      }
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Evaluation.
+  // -------------------------------------------------------------------------------------------
+
+  /**
+   * Plays the first `eval_num_samples` eval tasks along one path (one completion per agent per turn,
+   * no early termination, as CoMLRL), greedy if `eval_greedy`. The eval sampling stream restarts
+   * from the seed at every evaluation, so successive evaluations differ only by the weights.
+   */
+  async evaluate(): Promise<MAGRPOEvalResult<T, S>> {
+    const t0 = performance.now();
+    const tasks = this.evalTasks.slice(0, this.config.eval_num_samples);
+    const episodes = await runEvalEpisodes({
+      agents: this.agents,
+      env: this.env,
+      tasks,
+      numTurns: this.config.num_turns,
+      batchSize: this.config.eval_batch_size,
+      settings: { ...this.settings, greedy: this.config.eval_greedy },
+      rng: rngFor(this.config.seed, 'eval'),
+      discount: this.config.discount,
+      earlyTerminationThreshold: null,
+    });
+    const metrics: MetricRecord = {
+      ...evalTurnMetrics(summarizeEval(episodes)),
+      ...(await runEvalCallbacks(this.evalCallbacks, episodes)),
+      'eval/time_s': (performance.now() - t0) / 1000,
+    };
+    await this.logger?.log(this.envStep, metrics);
+    return { envStep: this.envStep, metrics, episodes };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Metrics.
+  // -------------------------------------------------------------------------------------------
+
+  private recordTree(root: RolloutNode<S>): void {
+    for (const node of treeNodes(root)) {
+      const s = this.epochTurnStats.get(node.turn) ?? { nodes: 0, rewardSum: 0, returnSum: 0 };
+      s.nodes++;
+      s.rewardSum += mean(node.rewards);
+      s.returnSum += mean(node.returns);
+      this.epochTurnStats.set(node.turn, s);
+    }
+  }
+
+  /** Train metrics of the latest tree plus the window since the last log, throttled by `logging_steps`. */
+  private async maybeLogTrain(root: RolloutNode<S>): Promise<void> {
+    if (!this.logger) return;
+    if (this.lastLogEnvStep !== null && this.envStep - this.lastLogEnvStep < this.config.logging_steps) return;
+    this.lastLogEnvStep = this.envStep;
+    const m: MetricRecord = { epoch: this.cursor.epoch, optimizer_steps: this.optimizerSteps };
+    const byTurn = new Map<number, RolloutNode<S>[]>();
+    for (const node of treeNodes(root)) byTurn.set(node.turn, [...(byTurn.get(node.turn) ?? []), node]);
+    for (const [turn, nodes] of [...byTurn.entries()].sort((x, y) => x[0] - y[0])) {
+      m[turnKey(turn, 'reward_mean')] = mean(nodes.map((n) => mean(n.rewards)));
+      m[turnKey(turn, 'expected_return')] = mean(nodes.map((n) => mean(n.returns)));
+      // Groups whose K rewards are all equal give zero advantage: no learning signal.
+      m[turnKey(turn, 'zero_reward_spread_frac')] = mean(nodes.map((n) => (hasZeroSpread(n.rewards) ? 1 : 0)));
+      m[turnKey(turn, 'nodes')] = nodes.length;
+    }
+    let tokens = 0;
+    for (let a = 0; a < this.agents.length; a++) {
+      const w = this.updateWindow[a];
+      if (w.steps > 0) {
+        m[agentKey(a, 'loss')] = w.lossSum / w.steps;
+        m[agentKey(a, 'grad_norm')] = w.gradNormSum / w.steps;
+      }
+      m[agentKey(a, 'updates')] = w.steps;
+      m[agentKey(a, 'tokens_generated')] = this.tokensWindow[a];
+      if (this.completionsWindow[a] > 0) m[agentKey(a, 'completion_length_mean')] = this.tokensWindow[a] / this.completionsWindow[a];
+      tokens += this.tokensWindow[a];
+      this.updateWindow[a] = { steps: 0, lossSum: 0, gradNormSum: 0 };
+      this.tokensWindow[a] = 0;
+      this.completionsWindow[a] = 0;
+    }
+    m.tokens_generated = tokens;
+    Object.assign(m, this.timer.drain('time/'));
+    await this.logger.log(this.envStep, m);
+  }
+
+  private async logEpochEnd(): Promise<void> {
+    const m: MetricRecord = {};
+    for (const [turn, s] of [...this.epochTurnStats.entries()].sort((x, y) => x[0] - y[0])) {
+      m[turnKey(turn, 'epoch_reward_mean')] = s.rewardSum / s.nodes;
+      m[turnKey(turn, 'epoch_avg_return')] = s.returnSum / s.nodes;
+    }
+    this.epochTurnStats = new Map();
+    await this.logger?.log(this.envStep, m);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Saving and resuming.
+  // -------------------------------------------------------------------------------------------
+
+  /** Writes `dir/agent_i/` (HF-format weights + tokenizer) for every agent. */
+  async save(dir: string): Promise<string[]> {
+    const dirs = await saveAgents(dir, this.agents);
+    await this.logger?.log(this.envStep, { final_model_saved: 1 });
+    return dirs;
+  }
+
+  /** Everything besides the weights needed to resume exactly: counters, cursor, streams, AdamW moments, buffers. */
+  exportState(): MAGRPOTrainerState {
+    return {
+      format: 'comlrl-trainer-state',
+      version: 1,
+      trainer: 'magrpo',
+      numAgents: this.agents.length,
+      counters: {
+        env_step: this.envStep,
+        optimizer_steps: this.optimizerSteps,
+        last_log_env_step: this.lastLogEnvStep ?? -1,
+      },
+      cursor: { ...this.cursor },
+      rng: { sampling: this.samplingRng.state(), minibatch: this.minibatchRng.state() },
+      optimizers: optimizerStates(this.optimizers),
+      extra: {
+        buffers: this.buffers.map((b) => b.map((s) => structuredClone(s))),
+        epochTurnStats: [...this.epochTurnStats.entries()].map(([turn, s]) => ({ turn, ...s })),
+      },
+    };
+  }
+
+  /** Restores a snapshot from {@link MAGRPOTrainer.exportState} (load the saved weights into the agents first). */
+  importState(state: MAGRPOTrainerState): void {
+    checkTrainerState(state, 'magrpo', this.agents.length, this.optimizers.length);
+    if (state.extra.buffers.length !== this.agents.length) {
+      throw new Error(`importState: ${state.extra.buffers.length} rollout buffers for ${this.agents.length} agents`);
+    }
+    restoreOptimizers(this.optimizers, state.optimizers);
+    this.samplingRng = createRng(0, state.rng.sampling);
+    this.minibatchRng = createRng(0, state.rng.minibatch);
+    this.cursor = { ...state.cursor };
+    this.envStep = state.counters.env_step ?? 0;
+    this.optimizerSteps = state.counters.optimizer_steps ?? 0;
+    const last = state.counters.last_log_env_step ?? -1;
+    this.lastLogEnvStep = last < 0 ? null : last;
+    this.buffers = state.extra.buffers.map((b) => b.map((s) => structuredClone(s)));
+    this.epochTurnStats = new Map(state.extra.epochTurnStats.map(({ turn, ...s }) => [turn, s]));
+  }
+
+  /** Frees the optimizers' moment tensors (the agents' models stay with the caller). */
+  dispose(): void {
+    for (const o of this.optimizers) o.dispose();
+  }
+}
