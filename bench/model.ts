@@ -129,3 +129,4 @@ export async function benchModel(options: { reps?: number; dir?: string } = {}):
     if (own) fs.rmSync(dir, { recursive: true, force: true });
   }
 }
+

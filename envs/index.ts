@@ -2,3 +2,4 @@
 export * from './toy/index.js';
 export * from './tldr/index.js';
 export * from './housebuild/index.js';
+export * from './coophe/index.js';

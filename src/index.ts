@@ -14,4 +14,5 @@ export * from './data/index.js';
 export * from './config/index.js';
 export * from './logging/index.js';
 export * from './checkpoint/index.js';
+export * from './eval/index.js';
 export * from './util/index.js';

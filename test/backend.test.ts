@@ -7,12 +7,14 @@ import {
   initBackend,
   lengthMask,
   linear,
+  logSumExpRows,
   matMul,
   MASKED_BIAS,
   paddedCausalBias,
   setBackendLogger,
   stopGradient,
   withoutGradient,
+  wasmKernelFixesInstalled,
   takeAlongRows,
 } from '../src/backend/index.js';
 import { createRng } from '../src/util/rng.js';
@@ -66,6 +68,7 @@ for (const backend of ['cpu', 'wasm'] as const) {
       for (const [sa, sb] of [
         [[5, 7], [7, 3]],
         [[2, 3, 5, 4], [2, 3, 4, 6]],
+        [[2, 3, 2, 4], [2, 3, 4, 6]],
       ]) {
         tf.tidy(() => {
           const a = rand(sa);
@@ -124,6 +127,17 @@ for (const backend of ['cpu', 'wasm'] as const) {
       });
     });
 
+    it('logSumExpRows matches tf.logSumExp in value and gradient', () => {
+      tf.tidy(() => {
+        const x = tf.mul(rand([4, 9]), 5) as tf.Tensor2D;
+        const w = rand([4]);
+        expect(maxDiff(logSumExpRows(x), tf.logSumExp(x, 1))).toBeLessThan(1e-5);
+        const g1 = tf.grad((t: tf.Tensor) => tf.sum(tf.mul(logSumExpRows(t as tf.Tensor2D), w)))(x);
+        const g2 = tf.grad((t: tf.Tensor) => tf.sum(tf.mul(tf.logSumExp(t, 1), w)))(x);
+        expect(maxDiff(g1, g2)).toBeLessThan(1e-5);
+      });
+    });
+
     it('withoutGradient lets a mask be computed from a differentiated tensor; stopGradient zeroes it', () => {
       tf.tidy(() => {
         const x = tf.tensor1d([-1, 2, 3, -4]);
@@ -155,5 +169,59 @@ describe('masks built outside the tape', () => {
       // One new query after a 5-key cache (6 keys), 1 pad.
       expect(paddedCausalBias([1], 1, 6).arraySync()).toEqual([[[[M, 0, 0, 0, 0, 0]]]]);
     });
+  });
+});
+
+describe('wasm Slice / SplitV / Unpack replacements', () => {
+  // Reference: element-wise slicing of a plain JS array by index arithmetic.
+  function refSlice(data: number[], shape: number[], begin: number[], size: number[]): number[] {
+    const strides = shape.map((_, i) => shape.slice(i + 1).reduce((a, b) => a * b, 1));
+    const out: number[] = [];
+    const total = size.reduce((a, b) => a * b, 1);
+    for (let flat = 0; flat < total; flat++) {
+      let rem = flat;
+      let off = 0;
+      for (let i = size.length - 1; i >= 0; i--) {
+        const c = rem % size[i];
+        rem = Math.floor(rem / size[i]);
+        off += (begin[i] + c) * strides[i];
+      }
+      out.push(data[off]);
+    }
+    return out;
+  }
+
+  it('match index-arithmetic slicing for ranks 1-5, float32/int32/bool', async () => {
+    setBackendLogger(null);
+    await initBackend('wasm');
+    expect(wasmKernelFixesInstalled()).toBe(true);
+    const r = createRng(3);
+    for (let trial = 0; trial < 60; trial++) {
+      const rank = 1 + (trial % 5);
+      const shape = Array.from({ length: rank }, () => 1 + r.int(5));
+      const n = shape.reduce((a, b) => a * b, 1);
+      const dtype = (['float32', 'int32', 'bool'] as const)[trial % 3];
+      const data = Array.from({ length: n }, (_, i) => (dtype === 'bool' ? i % 2 : dtype === 'int32' ? i - 7 : i * 0.5 - 3));
+      const begin = shape.map((d) => r.int(d));
+      const size = shape.map((d, i) => 1 + r.int(d - begin[i]));
+      tf.tidy(() => {
+        const x = tf.tensor(data, shape, dtype);
+        expect(Array.from(tf.slice(x, begin, size).dataSync())).toEqual(refSlice(data, shape, begin, size));
+        const axis = r.int(rank);
+        const parts = tf.split(x, shape[axis] > 1 ? [1, shape[axis] - 1] : [1], axis);
+        let start = 0;
+        for (const p of parts) {
+          const b = shape.map((_, i) => (i === axis ? start : 0));
+          expect(Array.from(p.dataSync())).toEqual(refSlice(data, shape, b, p.shape));
+          start += p.shape[axis];
+        }
+        tf.unstack(x, axis).forEach((u, i) => {
+          const b = shape.map((_, k) => (k === axis ? i : 0));
+          const s = shape.map((d, k) => (k === axis ? 1 : d));
+          expect(u.shape).toEqual(shape.filter((_, k) => k !== axis));
+          expect(Array.from(u.dataSync())).toEqual(refSlice(data, shape, b, s));
+        });
+      });
+    }
   });
 });

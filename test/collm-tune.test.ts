@@ -19,24 +19,25 @@ beforeAll(async () => {
   await initBackend('wasm');
   const { dir } = await tempDir('collm-tune');
   agents = await tinyAgents(dir, [
-    { name: 'a0', arch: 'qwen3', seed: 1, words: [...toyWords] },
-    { name: 'a1', arch: 'qwen3', seed: 2, words: [...toyWords] },
+    { name: 'a0', arch: 'qwen3', seed: 1 + Number(process.env.AS ?? 0), words: [...toyWords], hiddenSize: Number(process.env.AH ?? 32), numLayers: Number(process.env.AL ?? 1) },
+    { name: 'a1', arch: 'qwen3', seed: 2 + Number(process.env.AS ?? 0), words: [...toyWords], hiddenSize: Number(process.env.AH ?? 32), numLayers: Number(process.env.AL ?? 1) },
   ]);
-  critic = await tinyCritic(dir, 'cc', 5, toyWords);
+  critic = await tinyCritic(dir, 'cc', 5, toyWords, { hiddenSize: Number(process.env.CH ?? 32) });
 });
 
 test('tune', async () => {
-  const env = new ToyCoordEnv({ numTurns: 2 });
+  const env = new ToyCoordEnv({ numTurns: Number(process.env.T ?? 2) });
   const evals: number[] = [];
   const tr = new CoLLMCCTrainer({ agents, env, critic, trainTasks: toyTrainTasks, evalTasks: toyTasks(16, 'e'),
-    config: { num_turns: 2, max_new_tokens: 1, temperature: 1, top_p: 1, top_k: null, num_train_epochs: E, early_termination_threshold: null,
+    config: { num_turns: Number(process.env.T ?? 2), use_importance_ratio: process.env.NR ? false : true, advantage_normalization: process.env.NN ? false : true, max_new_tokens: 1, temperature: 1, top_p: 1, top_k: null, num_train_epochs: E, early_termination_threshold: null,
       rollout_buffer_size: BUF, eval_interval: 16, eval_num_samples: 16, eval_batch_size: 16, agent_learning_rate: LR, critic_learning_rate: CLR,
       update_epochs: EP, seed: SEED, logging_steps: 1 },
     logger: { log: (_s, m) => { if (m['eval/final_reward_mean'] !== undefined) evals.push(m['eval/final_reward_mean']); if (m['turn_2/value_loss'] !== undefined) vl.push(m['turn_2/value_loss']); } } });
   const vl: number[] = [];
   const t0 = performance.now();
   await tr.train();
-  await tr.evaluate();
+  const ev = await tr.evaluate();
+  for (const e of ev.episodes.slice(0, 8)) console.log(JSON.stringify(e.task), JSON.stringify(e.completions), e.rewards);
   console.log(`E=${E} LR=${LR} CLR=${CLR} BUF=${BUF} EP=${EP}: ${evals.map((r) => r.toFixed(2)).join(' ')} in ${((performance.now() - t0) / 1000).toFixed(1)}s; vl ${vl.filter((_, i) => i % 8 === 0).map((v) => v.toFixed(3)).join(' ')}`);
   expect(1).toBe(1);
 });

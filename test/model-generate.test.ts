@@ -48,6 +48,30 @@ function greedyReference(prompt: number[], steps: number, stop: Set<number>): nu
   return out;
 }
 
+describe('scoring shapes', () => {
+  it('right padding does not change a row: hidden states and log-probs equal the unbatched ones', async () => {
+    const batch = model.hiddenStates([[5, 9, 11, 3], [7, 2]]);
+    const alone = model.hiddenStates([[7, 2]]);
+    expect(batch.shape).toEqual([2, 4, model.hiddenSize]);
+    const a = batch.slice([1, 0, 0], [1, 2, model.hiddenSize]).dataSync();
+    const b = alone.dataSync();
+    a.forEach((v, i) => expect(Math.abs(v - b[i])).toBeLessThan(1e-5));
+    tf.dispose([batch, alone]);
+    // tokenLogProbs in several passes (tiny logits budget) equals one pass.
+    const prompts = [[1, 2], [3], [4, 5, 6], [7]];
+    const comps = [[8, 9, 10], [11], [], [12, 13]];
+    const whole = await model.tokenLogProbs(prompts, comps);
+    model.logitsBudget = 2 * model.vocabSize;
+    try {
+      const parts = await model.tokenLogProbs(prompts, comps);
+      expect(parts.map((r) => r.length)).toEqual([3, 1, 0, 2]);
+      parts.forEach((r, i) => r.forEach((v, j) => expect(Math.abs(v - whole[i][j])).toBeLessThan(1e-5)));
+    } finally {
+      model.logitsBudget = 64 * 1024 * 1024;
+    }
+  });
+});
+
 describe('generate', () => {
   it('greedy with the KV cache equals step-by-step recomputation (batched, ragged prompts)', async () => {
     const steps = 12;

@@ -31,7 +31,7 @@ it('200 AdamW steps on summed completion log-probs keep tf.memory().numTensors f
   for (let s = 0; s < 200; s++) {
     const { value, grads } = tf.variableGrads(() => {
       const { tokenLogProbs, mask } = model.scoreCompletions(prompts, completions);
-      return tf.neg(tf.div(tf.sum(tokenLogProbs), tf.sum(mask)));
+      return tf.neg(tf.div(tf.sum(tokenLogProbs), tf.sum(mask))) as tf.Scalar;
     }, model.trainableVariables());
     opt.step(grads);
     losses.push(value.dataSync()[0]);

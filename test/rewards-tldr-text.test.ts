@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { numpyMean, numpyPairwiseSum } from '../rewards/tldr/numpy-mean.js';
 import { pyFloatRepr, pyFormatFixed, pyInt, pyLen, pySplit, pySplitLines } from '../rewards/tldr/python-text.js';
 import {
+  checkTldrNumTurns,
   splitGrpoResponse,
   tldrAggregateMetrics,
   tldrElaborationPrompt,
@@ -21,6 +22,11 @@ describe('TLDR prompts (tasks-reference §1.4)', () => {
       'Create a detailed summary response to this post.\n\nOriginal Query:\nP\n\n' +
         'IMPORTANT INSTRUCTIONS:\n- Use more unique words\n- Use some transition words to improve flow\n',
     );
+  });
+
+  it('is single-turn only', () => {
+    expect(() => checkTldrNumTurns(2)).toThrow(/num_turns.*got 2/);
+    expect(() => checkTldrNumTurns(1)).not.toThrow();
   });
 
   it('returns the error text for an empty prompt', () => {

@@ -185,6 +185,18 @@ describe('with tiny checkpoints', () => {
     expect(text.endsWith('<|im_start|>assistant\n')).toBe(true);
   });
 
+  test("an environment's rendering overrides a chat agent's format (HouseBuild: chat turn 1, raw follow-ups)", () => {
+    const raw = encodePrompt(agents[1], 'cue red', { kind: 'raw' });
+    expect(raw).toEqual(agents[1].tokenizer.encode('cue red'));
+    const chat = agents[1].tokenizer.decode(encodePrompt(agents[1], 'ignored', { kind: 'chat', system: 'task rules', user: 'cue blue' }));
+    // The task's system prompt replaces the agent's own ('be brief'), and the user text is the rendering's.
+    expect(chat).toContain('<|im_start|>system\ntask rules<|im_end|>');
+    expect(chat).not.toContain('be brief');
+    expect(chat).toContain('<|im_start|>user\ncue blue<|im_end|>');
+    // Agents with chat formatting off ignore the rendering.
+    expect(encodePrompt(agents[0], 'cue red', { kind: 'chat', user: 'x' })).toEqual(agents[0].tokenizer.encode('cue red'));
+  });
+
   test('K samples per prompt from one generate call, decoded without special tokens', async () => {
     const agent = agents[0];
     const prompts = [encodePrompt(agent, 'cue red'), encodePrompt(agent, 'cue blue partner sky')];

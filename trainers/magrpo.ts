@@ -378,7 +378,7 @@ export class MAGRPOTrainer<T, S> {
     const observations = agents.map((_, i) => env.observe(state, i));
     const groups: CompletionGroup[] = [];
     for (let i = 0; i < agents.length; i++) {
-      const promptIds = encodePrompt(agents[i], observations[i]);
+      const promptIds = encodePrompt(agents[i], observations[i], env.rendering?.(state, i));
       const group = await this.timer.time('generation', () => generateGroup(agents[i], promptIds, k, this.settings, this.samplingRng));
       this.tokensWindow[i] += group.ids.reduce((s, c) => s + c.length, 0);
       this.completionsWindow[i] += group.ids.length;

@@ -2,8 +2,10 @@
 
 Node starts this script once per (aux, main) pair with ``python3 -I -S -B runner.py`` (optionally
 under ``unshare``), writes one JSON job to stdin and reads newline-delimited JSON events from
-file descriptor 3. Candidate code never sees the event channel by design of the protocol: its
-prints go to stdout/stderr, which Node caps and keeps apart.
+file descriptor 3. Candidate prints go to stdout/stderr, which Node caps and keeps apart, and
+every event carries the job's nonce, so printed text cannot pose as a result. (Candidate code
+shares this interpreter, as in the reference's in-process ``exec``: code that deliberately digs
+the nonce out of the runner's memory could still forge events; nothing here claims otherwise.)
 
 Order of work:
   1. trusted set-up: read the job, detach from the caller (own session, parent-death signal),
@@ -12,8 +14,6 @@ Order of work:
      feedback, the AST check of how ``main`` uses ``aux``;
   3. untrusted execution: ``exec`` of the combined code, then one test at a time, each under a
      SIGALRM limit, reporting ``start``/``result`` events so that Node can resume after a crash.
-
-Every event carries the job's nonce; Node ignores lines without it.
 """
 
 import ast
@@ -56,26 +56,47 @@ class Channel:
             view = view[written:]
 
 
+class _CappedBytes:
+    """``sys.stdout.buffer`` of a :class:`CappedWriter` (shares its budget)."""
+
+    def __init__(self, owner):
+        self._owner = owner
+
+    def write(self, data):
+        data = bytes(data)
+        self._owner._send(data)
+        return len(data)
+
+    def flush(self):
+        return None
+
+
 class CappedWriter:
-    """Replaces sys.stdout/sys.stderr: keeps the first ``cap`` characters, drops the rest in
-    process, so an endless ``print`` loop spins (and times out) without flooding the pipe."""
+    """Replaces sys.stdout/sys.stderr: keeps the first ``cap`` bytes, drops the rest in process,
+    so an endless ``print`` loop spins (and times out) without flooding the pipe."""
 
     def __init__(self, fd, cap):
         self._fd = fd
         self._left = cap
         self.encoding = "utf-8"
         self.errors = "backslashreplace"
+        self.buffer = _CappedBytes(self)
+
+    def _send(self, data):
+        if self._left > 0 and data:
+            part = data[: self._left]
+            self._left -= len(part)
+            try:
+                os.write(self._fd, part)
+            except OSError:
+                self._left = 0
 
     def write(self, text):
         if not isinstance(text, str):
             raise TypeError("write() argument must be str, not " + type(text).__name__)
         if self._left > 0 and text:
-            part = text[: self._left]
-            self._left -= len(part)
-            try:
-                os.write(self._fd, part.encode("utf-8", "backslashreplace"))
-            except OSError:
-                self._left = 0
+            # Encode at most what can still be kept (4 bytes per character at worst).
+            self._send(text[: self._left].encode("utf-8", "backslashreplace"))
         return len(text)
 
     def flush(self):
@@ -92,6 +113,7 @@ class CappedWriter:
 
 
 def _safe_str(value):
+    """``str(value)`` capped at MAX_MESSAGE_CHARS (feedback texts quote exception messages)."""
     try:
         text = str(value)
     except BaseException:  # a hostile __str__ must not take the runner down
@@ -142,6 +164,7 @@ def _prctl(libc, ctypes, option, arg2=0):
 
 
 def _mount_tmpfs(ctypes, libc, path, size_mb, notes):
+    """A size-capped private tmpfs at ``path`` (inside this mount namespace only); becomes cwd."""
     MS_NOSUID, MS_NODEV = 2, 4
     opts = ("size=%dm,mode=0700" % size_mb).encode()
     rc = libc.mount(b"tmpfs", path.encode(), b"tmpfs", ctypes.c_ulong(MS_NOSUID | MS_NODEV), opts)
@@ -149,6 +172,21 @@ def _mount_tmpfs(ctypes, libc, path, size_mb, notes):
         notes.append("tmpfs: " + os.strerror(ctypes.get_errno()))
         return False
     os.chdir(path)
+    return True
+
+
+def _private_mount_namespace(cfg, notes):
+    """True only when this process's mount namespace differs from the caller's (sent by Node).
+    Mounting in the caller's namespace would change the host's file system: never do that."""
+    host = cfg.get("host_mount_ns")
+    try:
+        own = os.readlink("/proc/self/ns/mnt")
+    except OSError as e:
+        notes.append("mount namespace: %s" % e)
+        return False
+    if not host or own == host:
+        notes.append("mount namespace: not private, tmpfs and read-only root skipped")
+        return False
     return True
 
 
@@ -411,10 +449,15 @@ def apply_sandbox(cfg):
         pass
     signal.signal(signal.SIGXFSZ, signal.SIG_IGN)  # oversized writes fail (EFBIG), not kill
     workdir = os.getcwd()
-    if libc is not None and cfg.get("mount_namespace"):
+    if libc is not None and cfg.get("mount_namespace") and _private_mount_namespace(cfg, notes):
         if cfg.get("readonly_root", True):
             iso["readonly_root"] = _readonly_root(ctypes, libc, notes)
-        iso["tmpfs"] = _mount_tmpfs(ctypes, libc, workdir, int(cfg.get("tmpfs_mb", 64)), notes)
+        # The tmpfs goes over /tmp, not over Node's work dir: a mount point held by a namespace
+        # that is still being torn down could not be removed (EBUSY) once the run ends.
+        target = "/tmp" if os.path.isdir("/tmp") else workdir
+        if _mount_tmpfs(ctypes, libc, target, int(cfg.get("tmpfs_mb", 64)), notes):
+            iso["tmpfs"] = True
+            workdir = target
     try:
         import resource
     except ImportError:
@@ -459,7 +502,7 @@ def syntax_check(code):
     except (ValueError, RecursionError, MemoryError, OverflowError) as e:
         # The reference only catches SyntaxError (these would escape it, e.g. a NUL byte on
         # Python 3.11); here they count as a failed syntax level instead of crashing the reward.
-        return False, "Combined code has syntax error: " + _safe_str(e), None, None, _safe_str(e)
+        return False, "Combined code has syntax error: " + _safe_str(e), None, None, None
 
 
 def aux_misuse(main_code, name="aux"):
@@ -581,6 +624,8 @@ def execute(job, channel):
     env = {"math": math} if job.get("inject_math") else {}
     channel.emit({"ev": "exec_start"})
     try:
+        # The reference sets no limit here (a hanging default argument would hang it); here it
+        # is the per-test limit, and a timeout counts as a failed load (no test passes).
         _arm(seconds)
         try:
             exec(code, env)

@@ -8,7 +8,7 @@
 import { TLDR_LOGGER_STOPWORDS } from './constants.js';
 import { numpyMean } from './numpy-mean.js';
 import { pyLen } from './python-text.js';
-import { countTokens, findTransitions, jaccardSimilarity, lengthRatioBand, transitionScale, uniqueRatioBand, wordSet } from './text.js';
+import { countTokens, findTransitions, jaccardOfSets, lengthRatioBand, transitionScale, uniqueRatioBand, wordSet } from './text.js';
 
 /** One pair's logger metrics, under the reference's keys (`vectors/tldr.json → logger_metrics`). */
 export interface TLDRLoggerMetrics {
@@ -47,8 +47,10 @@ export function tldrLoggerMetrics(completion1: string, completion2: string): TLD
   const tokens2 = countTokens(completion2);
   const length1 = pyLen(completion1);
   const length2 = pyLen(completion2);
-  const unique1 = wordSet(completion1, TLDR_LOGGER_STOPWORDS).size;
-  const unique2 = wordSet(completion2, TLDR_LOGGER_STOPWORDS).size;
+  const content1 = wordSet(completion1, TLDR_LOGGER_STOPWORDS);
+  const content2 = wordSet(completion2, TLDR_LOGGER_STOPWORDS);
+  const unique1 = content1.size;
+  const unique2 = content2.size;
 
   const c1InRange = 8 <= tokens1 && tokens1 <= 256;
   const c2InRange = 8 <= tokens2 && tokens2 <= 256;
@@ -60,7 +62,7 @@ export function tldrLoggerMetrics(completion1: string, completion2: string): TLD
   const uniqueRatio = unique1 === 0 ? 0.0 : unique2 / unique1;
   const level3 = unique1 === 0 ? 0.0 : (uniqueRatioBand(uniqueRatio) ?? 0.0);
 
-  const jaccard = jaccardSimilarity(completion1, completion2, TLDR_LOGGER_STOPWORDS);
+  const jaccard = jaccardOfSets(content1, content2);
   const transitions = findTransitions(completion2);
   const numCategories = transitions.categories.length;
   const jaccardReward = 0.6 * (Math.min(jaccard, 0.03) / 0.03);

@@ -41,6 +41,13 @@ export const tldrFormatters: readonly [
 /** Number of turns the TLDR task allows; the reference trainers raise for any other value. */
 export const TLDR_NUM_TURNS = 1;
 
+/** Throws, as the reference trainers do, unless `numTurns` is 1 (TLDR has no external feedback). */
+export function checkTldrNumTurns(numTurns: number): void {
+  if (numTurns !== TLDR_NUM_TURNS) {
+    throw new Error(`num_turns: TLDR is single-turn (no external feedback); set num_turns to 1, got ${numTurns}`);
+  }
+}
+
 /**
  * The completion each agent's reward input is taken from: its last-turn completion as is
  * (no stripping). With one turn this is the only completion.

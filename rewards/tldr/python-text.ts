@@ -11,14 +11,28 @@
 export const PY_WHITESPACE_CLASS =
   '\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
 
-const WS_ONE = new RegExp(`^[${PY_WHITESPACE_CLASS}]$`, 'u');
 const WS_RUN_G = new RegExp(`[${PY_WHITESPACE_CLASS}]+`, 'gu');
-const LEADING_WS = new RegExp(`^[${PY_WHITESPACE_CLASS}]+`, 'u');
-const TRAILING_WS = new RegExp(`[${PY_WHITESPACE_CLASS}]+$`, 'u');
+
+/** True for a UTF-16 unit that is Python whitespace (all of them are in the BMP). */
+function isSpaceUnit(c: number): boolean {
+  return (
+    (c >= 0x09 && c <= 0x0d) ||
+    (c >= 0x1c && c <= 0x20) ||
+    c === 0x85 ||
+    c === 0xa0 ||
+    c === 0x1680 ||
+    (c >= 0x2000 && c <= 0x200a) ||
+    c === 0x2028 ||
+    c === 0x2029 ||
+    c === 0x202f ||
+    c === 0x205f ||
+    c === 0x3000
+  );
+}
 
 /** True when `ch` (one code point) is Python whitespace. */
 export function pyIsSpace(ch: string): boolean {
-  return WS_ONE.test(ch);
+  return ch.length === 1 && isSpaceUnit(ch.charCodeAt(0));
 }
 
 /** Python `s.split()` with no argument: split on runs of Python whitespace, no empty pieces. */
@@ -35,12 +49,17 @@ export function pyStrip(s: string): string {
 
 /** Python `s.lstrip()` (no argument). */
 export function pyLStrip(s: string): string {
-  return s.replace(LEADING_WS, '');
+  let i = 0;
+  while (i < s.length && isSpaceUnit(s.charCodeAt(i))) i++;
+  return i === 0 ? s : s.slice(i);
 }
 
 /** Python `s.rstrip()` (no argument). */
 export function pyRStrip(s: string): string {
-  return s.replace(TRAILING_WS, '');
+  // A scan, not /\s+$/: that regex is quadratic on long inner whitespace runs.
+  let j = s.length;
+  while (j > 0 && isSpaceUnit(s.charCodeAt(j - 1))) j--;
+  return j === s.length ? s : s.slice(0, j);
 }
 
 /**
@@ -88,6 +107,7 @@ export function pySplitLines(s: string): string[] {
   return parts;
 }
 
+const ASCII_INT = /^[+-]?[0-9]{1,15}$/;
 const PY_INT_LITERAL = /^([+-]?)(\p{Nd}+(?:_\p{Nd}+)*)$/u;
 const ND = /^\p{Nd}$/u;
 const digitValueCache = new Map<number, number>();
@@ -115,6 +135,11 @@ function digitValue(cp: number): number {
  * not. Values beyond 2^53 lose precision (the callers only compare them with a small bbox).
  */
 export function pyInt(s: string): number | null {
+  // Fast path for plain ASCII integers, the usual case.
+  if (ASCII_INT.test(s)) {
+    const v = Number(s);
+    return v === 0 ? 0 : v;
+  }
   const m = PY_INT_LITERAL.exec(pyStrip(s));
   if (!m) return null;
   // CPython 3.11 refuses decimal strings of more than 4300 digits (sys.int_info.default_max_str_digits).

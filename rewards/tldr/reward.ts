@@ -8,11 +8,12 @@ import { pyLen } from './python-text.js';
 import {
   countTokens,
   findTransitions,
-  jaccardSimilarity,
+  jaccardOfSets,
   lengthRatioBand,
   transitionScale,
   uniqueRatioBand,
   wordSet,
+  withoutStopwords,
 } from './text.js';
 
 /**
@@ -58,8 +59,10 @@ export function tldrRewardBreakdown(completion1: string, completion2: string): T
   let reward = 0.0;
   const tokenCount1 = countTokens(completion1);
   const tokenCount2 = countTokens(completion2);
-  const uniqueWords1 = wordSet(completion1).size;
-  const uniqueWords2 = wordSet(completion2).size;
+  const words1 = wordSet(completion1);
+  const words2 = wordSet(completion2);
+  const uniqueWords1 = words1.size;
+  const uniqueWords2 = words2.size;
   const b: TLDRRewardBreakdown = {
     reward,
     last_level_reached: 1,
@@ -111,7 +114,7 @@ export function tldrRewardBreakdown(completion1: string, completion2: string): T
   b.categories_found = transitions.categories;
   b.transition_words_found = transitions.phrases;
   b.transition_reward_scale = transitionScale(b.num_categories);
-  b.jaccard_score_raw = jaccardSimilarity(completion1, completion2, TLDR_STOPWORDS);
+  b.jaccard_score_raw = jaccardOfSets(withoutStopwords(words1, TLDR_STOPWORDS), withoutStopwords(words2, TLDR_STOPWORDS));
   b.jaccard_score_capped = Math.min(b.jaccard_score_raw, 0.03);
   b.jaccard_score_normalized = b.jaccard_score_capped / 0.03;
   b.transition_component = 0.4 * b.transition_reward_scale;

@@ -24,8 +24,18 @@ export function wordSet(text: string, stopwords?: ReadonlySet<string>): Set<stri
 
 /** Jaccard similarity of the two texts' stopword-free word sets; 1.0 when both sets are empty. */
 export function jaccardSimilarity(text1: string, text2: string, stopwords: ReadonlySet<string>): number {
-  const s1 = wordSet(text1, stopwords);
-  const s2 = wordSet(text2, stopwords);
+  return jaccardOfSets(wordSet(text1, stopwords), wordSet(text2, stopwords));
+}
+
+/** The copy of `s` without the stopwords. */
+export function withoutStopwords(s: ReadonlySet<string>, stopwords: ReadonlySet<string>): Set<string> {
+  const out = new Set<string>();
+  for (const w of s) if (!stopwords.has(w)) out.add(w);
+  return out;
+}
+
+/** Jaccard similarity of two word sets: 1.0 when both are empty, else |∩| / |∪|. */
+export function jaccardOfSets(s1: ReadonlySet<string>, s2: ReadonlySet<string>): number {
   if (s1.size === 0 && s2.size === 0) return 1.0;
   let intersection = 0;
   for (const w of s1) if (s2.has(w)) intersection++;

@@ -62,8 +62,11 @@ async function registerBackend(name: BackendName): Promise<string> {
       if (typeof dawn.create !== 'function') throw new Error("backend 'webgpu': the `webgpu` package has no create()");
       if (dawn.globals) Object.assign(globalThis, dawn.globals);
       const g = globalThis as { navigator?: { gpu?: unknown } };
-      if (!g.navigator?.gpu) {
+      if (!g.navigator) {
         Object.defineProperty(globalThis, 'navigator', { value: { gpu: dawn.create([]) }, configurable: true, writable: true });
+      } else if (!g.navigator.gpu) {
+        // Node >= 21 has a navigator without gpu: add the property, keep the rest.
+        Object.defineProperty(g.navigator, 'gpu', { value: dawn.create([]), configurable: true });
       }
       await importOptional('@tensorflow/tfjs-backend-webgpu', "'webgpu' (experimental)");
       return 'webgpu';

@@ -24,7 +24,8 @@ export function transposeLast2<T extends tf.Tensor>(x: T): T {
 
 /**
  * Plain (non-differentiable-aware) matmul: rank-2 directly, higher ranks split into 2-D matmuls
- * over the flattened batch, which is several times faster than BatchMatMul on wasm.
+ * over the flattened batch, which is several times faster than BatchMatMul on wasm (except for
+ * very few rows per entry, where one batched call wins).
  * Batch dims of `a` and `b` must be equal (no broadcasting).
  */
 export function rawMatMul(a: tf.Tensor, b: tf.Tensor): tf.Tensor {
@@ -39,6 +40,8 @@ export function rawMatMul(a: tf.Tensor, b: tf.Tensor): tf.Tensor {
   const [m, k] = a.shape.slice(-2);
   const [k2, p] = b.shape.slice(-2);
   if (k !== k2) throw new Error(`matMul: inner dims differ ${k} vs ${k2}`);
+  // A few rows per batch entry (KV-cache decoding): the batched kernel beats per-slice op overhead.
+  if (m <= 4) return tf.reshape(tf.matMul(tf.reshape(a, [n, m, k]) as tf.Tensor3D, tf.reshape(b, [n, k, p]) as tf.Tensor3D), [...batch, m, p]);
   const as = tf.unstack(tf.reshape(a, [n, m, k]));
   const bs = tf.unstack(tf.reshape(b, [n, k, p]));
   const outs = as.map((x, i) => tf.matMul(x as tf.Tensor2D, bs[i] as tf.Tensor2D));
@@ -121,6 +124,24 @@ export function takeAlongRows(x: tf.Tensor2D, cols: ArrayLike<number>): tf.Tenso
     flat[i] = i * v + c;
   }
   return tf.tidy(() => gatherRows(tf.reshape(x, [n * v, 1]), flat).reshape([n]) as tf.Tensor1D);
+}
+
+const logSumExpRowsGrad = custom(([x], save) => {
+  const value = tf.tidy(() => {
+    const m = tf.max(x, 1, true);
+    return tf.reshape(tf.add(tf.log(tf.sum(tf.exp(tf.sub(x, m)), 1, true)), m), [x.shape[0]]);
+  });
+  save([x, value]);
+  return {
+    value,
+    // d lse / dx = softmax(x); avoids tfjs's Max gradient, whose Equal kernel is very slow on wasm.
+    gradFunc: (dy, [sx, lse]) => [tf.mul(tf.reshape(dy, [-1, 1]), tf.exp(tf.sub(sx, tf.reshape(lse, [-1, 1]))))],
+  };
+});
+
+/** log Σ_j exp(x[i, j]) per row of a 2-D tensor, [N], with a softmax gradient. */
+export function logSumExpRows(x: tf.Tensor2D): tf.Tensor1D {
+  return logSumExpRowsGrad(x) as tf.Tensor1D;
 }
 
 /**

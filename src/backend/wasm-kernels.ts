@@ -69,6 +69,11 @@ function parseSlice(x: WasmTensorInfo, begin: unknown, size: unknown): [number[]
 
 let installed = false;
 
+/** Whether {@link installWasmKernelFixes} has replaced the wasm kernels in this process. */
+export function wasmKernelFixesInstalled(): boolean {
+  return installed;
+}
+
 /** Replaces the wasm Slice, SplitV and Unpack kernels with copy-only-what-is-sliced versions. */
 export function installWasmKernelFixes(): void {
   if (installed) return;

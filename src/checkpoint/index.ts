@@ -1,1 +1,2 @@
 export * from './atomic.js';
+export * from './state.js';

@@ -1,1 +1,3 @@
 export * from './hash.js';
+export * from './schema.js';
+export * from './load.js';

@@ -113,12 +113,12 @@ export interface CoMLRLState<Item> {
   readonly endReason: 'horizon' | 'early' | null;
 }
 
-function deepFreezeArray<T>(xs: T[]): readonly T[] {
+function frozenArray<T>(xs: T[]): readonly T[] {
   return Object.freeze(xs);
 }
 
 function freezeHistory(observations: string[], actions: string[]): FrozenAgentHistory {
-  return Object.freeze({ observations: deepFreezeArray(observations), actions: deepFreezeArray(actions) });
+  return Object.freeze({ observations: frozenArray(observations), actions: frozenArray(actions) });
 }
 
 function makeState<Item>(fields: CoMLRLState<Item>): CoMLRLState<Item> {
@@ -186,9 +186,9 @@ export class CoMLRLTaskEnv<Item extends object> implements StagedLLMDecPOMDP<Ite
     return makeState({
       item,
       turn: 0,
-      prompts: deepFreezeArray(prompts),
-      histories: deepFreezeArray(prompts.map((p) => freezeHistory([p], []))),
-      rewards: deepFreezeArray([]),
+      prompts: frozenArray(prompts),
+      histories: frozenArray(prompts.map((p) => freezeHistory([p], []))),
+      rewards: frozenArray([]),
       lastReward: null,
       done: false,
       endReason: null,
@@ -237,7 +237,7 @@ export class CoMLRLTaskEnv<Item extends object> implements StagedLLMDecPOMDP<Ite
     const threshold = this.options.earlyTerminationThreshold;
     const early = turn < this.horizon && threshold !== undefined && threshold !== null && reward > threshold;
     const done = turn >= this.horizon || early;
-    const rewards = deepFreezeArray([...state.rewards, reward]);
+    const rewards = frozenArray([...state.rewards, reward]);
     const info: Record<string, unknown> = { ...joint.info, rawReward: raw, turn: state.turn, earlyTerminated: early };
     const acted = state.histories.map((h, i) => [...h.actions, jointAction[i]]);
 
@@ -245,8 +245,8 @@ export class CoMLRLTaskEnv<Item extends object> implements StagedLLMDecPOMDP<Ite
       const next = makeState({
         item: state.item,
         turn,
-        prompts: deepFreezeArray([]),
-        histories: deepFreezeArray(state.histories.map((h, i) => freezeHistory([...h.observations], acted[i]))),
+        prompts: frozenArray([]),
+        histories: frozenArray(state.histories.map((h, i) => freezeHistory([...h.observations], acted[i]))),
         rewards,
         lastReward: reward,
         done: true,
@@ -279,8 +279,8 @@ export class CoMLRLTaskEnv<Item extends object> implements StagedLLMDecPOMDP<Ite
     const next = makeState({
       item: state.item,
       turn,
-      prompts: deepFreezeArray(prompts),
-      histories: deepFreezeArray(state.histories.map((h, i) => freezeHistory([...h.observations, prompts[i]], acted[i]))),
+      prompts: frozenArray(prompts),
+      histories: frozenArray(state.histories.map((h, i) => freezeHistory([...h.observations, prompts[i]], acted[i]))),
       rewards,
       lastReward: reward,
       done: false,

@@ -5,3 +5,4 @@ export * from './staged.js';
 export * from './batch.js';
 export * from './reward-processor.js';
 export * from './comlrl-adapter.js';
+export * from './load-agent.js';

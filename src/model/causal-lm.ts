@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { causalBias, gatherRows, lengthMask, takeAlongRows } from '../backend/index.js';
+import { causalBias, gatherRows, lengthMask, logSumExpRows, takeAlongRows } from '../backend/index.js';
 import type { DecoderConfig } from './config.js';
 import { Decoder } from './decoder.js';
 import { generateSequences, type GenerationMode } from './generate.js';
@@ -11,6 +11,7 @@ import type { Architecture, CausalLM, CompletionScores, GenerationOutput, Sampli
 import { expectedWeights, type WeightSpec } from './weights.js';
 
 let modelCounter = 0;
+
 
 const DTYPES: Record<'float32' | 'bfloat16' | 'float16', SafetensorsDtype> = {
   float32: 'F32',
@@ -27,6 +28,11 @@ export class TfCausalLM implements CausalLM {
   readonly eosTokenIds: readonly number[];
   readonly decoder: Decoder;
   readonly rope: RotaryTables;
+  /**
+   * Most logits (floats) one {@link TfCausalLM.tokenLogProbs} pass materialises; rows beyond it
+   * are scored in further passes (wasm's heap stops near 4 GB). Default 64 M floats (256 MB).
+   */
+  logitsBudget = 64 * 1024 * 1024;
   private readonly specs: WeightSpec[];
   private readonly vars: Map<string, tf.Variable>;
   private disposed = false;
@@ -139,18 +145,39 @@ export class TfCausalLM implements CausalLM {
     return tf.tidy(() => {
       const hidden = gatherRows(this.hiddenFlat(rows, width), pick);
       const logits = this.decoder.logits(hidden);
-      const lp = tf.sub(takeAlongRows(logits, targets), tf.reshape(tf.logSumExp(logits, 1), [b * cmax]));
+      const lp = tf.sub(takeAlongRows(logits, targets), logSumExpRows(logits));
       const mask = lengthMask(lens, cmax);
       return { tokenLogProbs: tf.mul(tf.reshape(lp, [b, cmax]), mask) as tf.Tensor2D, mask };
     });
   }
 
   async tokenLogProbs(promptIds: number[][], completionIds: number[][]): Promise<number[][]> {
-    const t = tf.tidy(() => this.scoreCompletions(promptIds, completionIds).tokenLogProbs);
-    const cmax = t.shape[1];
-    const data = await t.data();
-    t.dispose();
-    return completionIds.map((c, i) => Array.from(data.subarray(i * cmax, i * cmax + c.length)));
+    if (promptIds.length !== completionIds.length) {
+      throw new Error(`tokenLogProbs: ${promptIds.length} prompts but ${completionIds.length} completions`);
+    }
+    // Rows go in groups whose completion logits stay under a budget (large vocabularies on wasm's 4 GB heap).
+    const out: number[][] = [];
+    let start = 0;
+    while (start < promptIds.length) {
+      let end = start + 1;
+      let cmax = completionIds[start].length;
+      while (end < promptIds.length) {
+        const next = Math.max(cmax, completionIds[end].length);
+        if ((end + 1 - start) * next * this.vocabSize > this.logitsBudget) break;
+        cmax = next;
+        end++;
+      }
+      const t = tf.tidy(() => this.scoreCompletions(promptIds.slice(start, end), completionIds.slice(start, end)).tokenLogProbs);
+      const width = t.shape[1];
+      const data = await t.data();
+      t.dispose();
+      for (let i = start; i < end; i++) {
+        const r = i - start;
+        out.push(Array.from(data.subarray(r * width, r * width + completionIds[i].length)));
+      }
+      start = end;
+    }
+    return out;
   }
 
   generate(promptIds: number[][], options: SamplingOptions): Promise<GenerationOutput> {
@@ -176,7 +203,9 @@ export class TfCausalLM implements CausalLM {
       tensors.push({ name: s.name, shape: s.shape, data });
     }
     writeSafetensors(path.join(dir, 'model.safetensors'), tensors, st);
-    const config = { ...this.config, torch_dtype: dtype };
+    // Newer transformers write `dtype`, older `torch_dtype`; keep whichever is there in step with the file.
+    const config: Record<string, unknown> = { ...this.config, torch_dtype: dtype };
+    if ('dtype' in this.config) config.dtype = dtype;
     fs.writeFileSync(path.join(dir, 'config.json'), JSON.stringify(config, null, 2) + '\n');
     if (this.generationConfig) {
       fs.writeFileSync(path.join(dir, 'generation_config.json'), JSON.stringify(this.generationConfig, null, 2) + '\n');

@@ -92,8 +92,8 @@ export class Decoder {
     const bias = this.opt(name.replace(/\.weight$/, '.bias'));
     const t = frozen?.get(name);
     if (!t) return linear(x, this.t(name), bias);
-    const y = tf.matMul(x, t);
-    return bias ? tf.add(y, bias) : y;
+    const y = tf.matMul(x, t) as tf.Tensor2D;
+    return bias ? (tf.add(y, bias) as tf.Tensor2D) : y;
   }
 
   /** Runs every layer and the final norm on embeddings x [B·S, hidden]. */

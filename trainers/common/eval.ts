@@ -84,7 +84,7 @@ export async function runEvalEpisodes<T, S>(opts: EvalRunOptions<T, S>): Promise
       // One generate call per agent over all live episodes of the batch.
       const perAgent: CompletionGroup[][] = [];
       for (let a = 0; a < agents.length; a++) {
-        const prompts = obs.map((o) => encodePrompt(agents[a], o[a]));
+        const prompts = obs.map((o, j) => encodePrompt(agents[a], o[a], env.rendering?.(states[live[j]] as S, a)));
         perAgent.push(await generateGroups(agents[a], prompts, 1, opts.settings, opts.rng));
       }
       const next: (S | null)[] = states.map(() => null);

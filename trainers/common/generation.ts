@@ -3,6 +3,7 @@
  * completions per prompt with one `generate` call, decoded without special tokens.
  */
 import type { Agent } from '../../src/decpomdp/agent.js';
+import type { ObservationRendering } from '../../src/decpomdp/types.js';
 import type { ChatMessage } from '../../src/tokenizer/types.js';
 import type { Rng } from '../../src/util/rng.js';
 
@@ -13,15 +14,18 @@ import type { Rng } from '../../src/util/rng.js';
  * - otherwise: an optional system message plus the observation as the user message, rendered with
  *   the chat template and the assistant header; the rendered text already carries its special
  *   tokens, so none are added on encoding (as HF `apply_chat_template(tokenize=True)` does).
+ * An environment's `rendering` (e.g. HouseBuild: turn 1 through the template with the task's
+ * system prompt, follow-ups raw) overrides the agent's choice for chat-formatted agents.
  */
-export function encodePrompt(agent: Agent, observation: string): number[] {
-  if (agent.chat === false) return agent.tokenizer.encode(observation);
+export function encodePrompt(agent: Agent, observation: string, rendering?: ObservationRendering): number[] {
+  if (agent.chat === false || rendering?.kind === 'raw') return agent.tokenizer.encode(observation);
   if (!agent.tokenizer.hasChatTemplate) {
     throw new Error(`agent '${agent.name}': chat formatting is on but its tokenizer has no chat template (set chat: false)`);
   }
   const messages: ChatMessage[] = [];
-  if (agent.chat.system !== undefined) messages.push({ role: 'system', content: agent.chat.system });
-  messages.push({ role: 'user', content: observation });
+  const system = rendering?.kind === 'chat' && rendering.system !== undefined ? rendering.system : agent.chat.system;
+  if (system !== undefined) messages.push({ role: 'system', content: system });
+  messages.push({ role: 'user', content: rendering?.kind === 'chat' ? rendering.user : observation });
   const text = agent.tokenizer.applyChatTemplate(messages, {
     addGenerationPrompt: true,
     ...(agent.chat.enableThinking !== undefined ? { enableThinking: agent.chat.enableThinking } : {}),

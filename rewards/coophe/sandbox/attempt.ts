@@ -66,6 +66,20 @@ class CappedText {
   }
 }
 
+// Process groups of runs in flight, killed if the trainer exits while they run.
+const live = new Set<number>();
+let exitHookInstalled = false;
+
+function track(pid: number): void {
+  if (!exitHookInstalled) {
+    exitHookInstalled = true;
+    process.once('exit', () => {
+      for (const group of live) killGroup(group);
+    });
+  }
+  live.add(pid);
+}
+
 function killGroup(pid: number | undefined): void {
   if (pid === undefined) return;
   try {
@@ -125,7 +139,9 @@ export async function runAttempt(job: RunnerJob, o: AttemptOptions): Promise<Att
         settled = true;
         clearTimeout(watchdog);
         clearTimeout(deadlineTimer);
-        killGroup(child.pid);
+        // After 'exit' the group was killed at once; killing it again later could hit a reused pid.
+        if (!exitInfo) killGroup(child.pid);
+        if (child.pid !== undefined) live.delete(child.pid);
         for (const stream of child.stdio) stream?.destroy();
         resolve({
           events,
@@ -138,6 +154,7 @@ export async function runAttempt(job: RunnerJob, o: AttemptOptions): Promise<Att
         });
       };
 
+      if (child.pid !== undefined) track(child.pid);
       arm(o.budgets.startupMs);
       child.on('error', (err) => finish(err));
       child.stdin.on('error', () => undefined); // EPIPE when the child dies before reading
@@ -167,6 +184,7 @@ export async function runAttempt(job: RunnerJob, o: AttemptOptions): Promise<Att
         clearTimeout(watchdog);
         // Anything else in the group (threads' children, stragglers) goes with the runner.
         killGroup(child.pid);
+        if (child.pid !== undefined) live.delete(child.pid);
         setTimeout(() => finish(), DRAIN_MS).unref();
       });
       child.on('close', () => finish());

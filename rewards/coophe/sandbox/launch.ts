@@ -3,7 +3,7 @@
  * missing), find the runner script, and probe which isolation layers this machine permits.
  */
 import { spawnSync } from 'node:child_process';
-import { accessSync, constants, existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, readlinkSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ResolvedSandboxOptions } from './options.js';
@@ -68,6 +68,15 @@ export interface SandboxSetup {
 
 const PYTHON_FLAGS = ['-I', '-S', '-B'];
 
+// This process's mount namespace: the runner refuses to mount anything when it is still in it.
+const HOST_MOUNT_NS: string | null = (() => {
+  try {
+    return readlinkSync('/proc/self/ns/mnt');
+  } catch {
+    return null;
+  }
+})();
+
 /** The runner script next to this module (sources) or in the package root (compiled `dist/`). */
 export function defaultRunnerPath(): string {
   const candidates = ['../runner.py', '../../../../rewards/coophe/runner.py'].map((rel) =>
@@ -125,6 +134,7 @@ export function sandboxConfig(
     wall_clock_s: budget.wallS,
     output_chars: o.outputLimitBytes,
     mount_namespace: launcher.namespaces.includes('mount'),
+    host_mount_ns: HOST_MOUNT_NS,
     tmpfs_mb: o.tmpfsSizeMB,
     landlock: o.landlock,
     seccomp: o.seccomp,
@@ -173,7 +183,8 @@ function describe(launcher: Launcher, iso: RunnerIsolation, python: { path: stri
         ? 'landlock-tcp'
         : 'none';
   const filesystem: CoopHESandboxIsolation['filesystem'] = iso.landlock ? 'landlock' : iso.readonly_root ? 'read-only-root' : 'none';
-  const root = typeof process.getuid === 'function' && process.getuid() === 0 && !ns.includes('user');
+  // RLIMIT_NPROC never binds uid 0, even mapped through a user namespace.
+  const root = typeof process.getuid === 'function' && process.getuid() === 0;
   const processCreation: CoopHESandboxIsolation['processCreation'] = iso.seccomp
     ? 'seccomp'
     : 'RLIMIT_NPROC' in iso.rlimits && !root

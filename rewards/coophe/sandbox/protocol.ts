@@ -24,6 +24,8 @@ export interface RunnerSandboxConfig {
   wall_clock_s: number;
   output_chars: number;
   mount_namespace: boolean;
+  /** The caller's `/proc/self/ns/mnt`: the runner mounts only in a namespace that differs from it. */
+  host_mount_ns: string | null;
   tmpfs_mb: number;
   landlock: boolean;
   seccomp: boolean;

@@ -1,0 +1,141 @@
+/**
+ * `comlrl eval`: a task's paper metric on its eval split, for the base models of a config or for
+ * trained agents (a run's final/ or a checkpoint).
+ */
+import { existsSync } from 'node:fs';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import { initBackend } from '../../src/backend/init.js';
+import { listCheckpoints } from '../../src/checkpoint/atomic.js';
+import { formatNumber } from '../../src/logging/format.js';
+import { rngFor } from '../../src/util/rng.js';
+import { runEvalEpisodes } from '../../trainers/common/eval.js';
+import { formatUsage, intOpt, listOpt, parseArgs, stringOpt, UsageError, type OptionSpec } from '../args.js';
+import type { CommandContext } from '../main.js';
+import { RUN_FILES } from '../run.js';
+import { episodeReward, setupTask, type AnyEpisode } from '../tasks.js';
+import { loadAgents, numAgentsOf, sourcesFromConfig } from '../trainer.js';
+import { loadConfig } from './train.js';
+
+const OPTIONS: readonly OptionSpec[] = [
+  { name: 'config', short: 'c', kind: 'string', value: 'FILE', help: "run config (a run directory's config.yaml works); its model paths are the base models" },
+  { name: 'set', kind: 'string', value: 'KEY=VALUE', repeat: true, help: 'override a config key' },
+  { name: 'checkpoint', kind: 'string', value: 'DIR', help: 'evaluate trained agents: a run directory (final/ or newest checkpoint), final/ or a checkpoint' },
+  { name: 'samples', kind: 'string', value: 'N', help: 'episodes sampled per eval item (default 10 for coophe, for pass@10; else 1)' },
+  { name: 'k', kind: 'string', value: 'LIST', help: 'pass@k values, comma-separated (default 1,3,5,10)' },
+  { name: 'limit', kind: 'string', value: 'N', help: 'evaluate only the first N eval items' },
+  { name: 'greedy', kind: 'flag', help: 'argmax decoding (one sample per item)' },
+  { name: 'out', kind: 'string', value: 'FILE', help: 'also write the metrics as JSON here' },
+];
+
+export const EVAL_USAGE = formatUsage(
+  'comlrl eval --config FILE.yaml [--checkpoint DIR] [--samples N] [--k 1,3,5,10] [--greedy] [--out FILE]',
+  [
+    "Plays the task's eval split (dataset.eval_split) with the agents and prints the paper metrics:",
+    '  tldr        tldr/score (the four-level reward) and the eval logger means',
+    '  coophe      coophe/pass_rate (all tests pass), coophe/pass@k (unbiased estimator), test pass fraction',
+    '  housebuild  housebuild/iou, housebuild/hp (HP left after the spiders), score_match, kill rate',
+    '  toy-coord   toy/reward_mean, toy/success_rate',
+    'Sampling follows the trainer section (temperature, top_p, top_k, max_new_tokens, num_turns).',
+    'Without --checkpoint the base models of the config are evaluated.',
+  ].join('\n'),
+  OPTIONS,
+);
+
+/** The agent directories of a trained run, checkpoint or final/ folder. */
+export async function trainedAgentsRoot(dir: string): Promise<string> {
+  const abs = path.resolve(dir);
+  if (existsSync(path.join(abs, 'agent_0'))) return abs;
+  const final = path.join(abs, RUN_FILES.final);
+  if (existsSync(path.join(final, 'agent_0'))) return final;
+  const ckpts = await listCheckpoints(path.join(abs, RUN_FILES.checkpoints));
+  if (ckpts.length > 0) return ckpts[0];
+  throw new Error(`--checkpoint ${dir}: no agent_0/ there, no final/ and no checkpoints/ (expected a run directory, its final/ or a checkpoint)`);
+}
+
+/** `comlrl eval`. */
+export async function evalCommand(argv: readonly string[], ctx: CommandContext): Promise<number> {
+  const args = parseArgs(argv, OPTIONS, 'eval');
+  if (args.flags.has('help')) {
+    ctx.out(EVAL_USAGE);
+    return 0;
+  }
+  if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`, 'eval');
+  const configFile = stringOpt(args, 'config');
+  if (configFile === undefined) throw new UsageError('--config FILE is required', 'eval');
+  const config = loadConfig(configFile, listOpt(args, 'set'));
+  const ks = (stringOpt(args, 'k') ?? '1,3,5,10').split(',').map((s) => {
+    const k = Number(s.trim());
+    if (!Number.isInteger(k) || k < 1) throw new UsageError(`--k must list integers >= 1, got '${s}'`, 'eval');
+    return k;
+  });
+  const greedy = args.flags.has('greedy');
+  const task0 = config.dataset.task;
+  let samples = intOpt(args, 'samples', 'eval', 1) ?? (task0 === 'coophe' ? Math.max(...ks) : 1);
+  if (greedy) samples = 1;
+  const limit = intOpt(args, 'limit', 'eval', 1);
+
+  const backend = await initBackend(config.backend);
+  const task = await setupTask(config);
+  try {
+    const n = numAgentsOf(config, task.env.numAgents);
+    const ckpt = stringOpt(args, 'checkpoint');
+    const root = ckpt !== undefined ? await trainedAgentsRoot(ckpt) : undefined;
+    const dirs = root !== undefined ? Array.from({ length: n }, (_, i) => path.join(root, `agent_${i}`)) : [...sourcesFromConfig({ ...config, trainer: 'magrpo' }, n).agents];
+    const agents = await loadAgents(config, dirs);
+    try {
+      const items = limit !== undefined ? task.evalTasks.slice(0, limit) : task.evalTasks;
+      if (items.length === 0) throw new Error('the eval split is empty (dataset.eval_split)');
+      const tc = config.trainerConfig;
+      const numTurns = Number(tc.num_turns ?? 1);
+      const repeated = items.flatMap((it) => Array.from({ length: samples }, () => it));
+      ctx.err(`[comlrl eval] ${task0}: ${items.length} eval items × ${samples} sample(s), ${numTurns} turn(s), ${root ? `trained agents ${root}` : 'base models'} · backend ${backend}`);
+      const t0 = performance.now();
+      const episodes = await runEvalEpisodes<unknown, unknown>({
+        agents,
+        env: task.env,
+        tasks: repeated,
+        numTurns,
+        batchSize: Number(tc.eval_batch_size ?? 1),
+        settings: {
+          maxNewTokens: Number(tc.max_new_tokens),
+          temperature: Number(tc.temperature),
+          topP: Number(tc.top_p),
+          topK: (tc.top_k as number | null | undefined) ?? null,
+          greedy,
+        },
+        rng: rngFor(config.seed, 'eval'),
+        discount: Number(tc.discount ?? 1),
+        earlyTerminationThreshold: config.trainer === 'magrpo' ? null : ((tc.early_termination_threshold as number | null | undefined) ?? null),
+      });
+      const grouped: AnyEpisode[][] = items.map((_, j) => episodes.slice(j * samples, (j + 1) * samples));
+      const metrics: Record<string, number> = {
+        ...task.paperMetrics(grouped, ks),
+        episode_reward_mean: episodes.reduce((s, e) => s + episodeReward(e), 0) / episodes.length,
+        eval_items: items.length,
+        samples_per_item: samples,
+        seconds: (performance.now() - t0) / 1000,
+      };
+      const report = {
+        task: task0,
+        models: root ?? 'base',
+        agents: dirs,
+        backend,
+        greedy,
+        metrics,
+      };
+      for (const [k, v] of Object.entries(metrics)) ctx.out(`${k.padEnd(32)} ${formatNumber(v)}`);
+      const out = stringOpt(args, 'out');
+      if (out !== undefined) {
+        await fs.mkdir(path.dirname(path.resolve(out)), { recursive: true });
+        await fs.writeFile(out, `${JSON.stringify(report, null, 2)}\n`);
+        ctx.err(`[comlrl eval] wrote ${out}`);
+      }
+      return 0;
+    } finally {
+      for (const a of agents) a.model.dispose();
+    }
+  } finally {
+    await task.close();
+  }
+}

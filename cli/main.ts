@@ -1,0 +1,123 @@
+#!/usr/bin/env node
+/**
+ * `comlrl` — the command-line tool: train, eval, demo, tiny-model. `main(argv)` is importable (tests
+ * call it in-process); run as a program it sets the exit code.
+ */
+import { realpathSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { ConfigError } from '../src/config/schema.js';
+import { CheckpointError } from '../src/checkpoint/atomic.js';
+import type { ProgressStream } from '../src/logging/progress.js';
+import { UsageError } from './args.js';
+import { demoCommand, DEMO_USAGE } from './commands/demo.js';
+import { evalCommand, EVAL_USAGE } from './commands/eval.js';
+import { tinyModelCommand, TINY_MODEL_USAGE } from './commands/tiny-model.js';
+import { trainCommand, TRAIN_USAGE } from './commands/train.js';
+
+/** Where commands write. */
+export interface CommandContext {
+  /** Results (stdout). */
+  out(line: string): void;
+  /** Progress and diagnostics (stderr). */
+  err(line: string): void;
+  /** Progress bar stream (default stderr). */
+  progress?: ProgressStream;
+}
+
+const COMMANDS: Record<string, { run: (argv: readonly string[], ctx: CommandContext) => Promise<number>; usage: string; summary: string }> = {
+  train: { run: trainCommand, usage: TRAIN_USAGE, summary: 'train agents from a YAML/JSON config (resume with --resume)' },
+  eval: { run: evalCommand, usage: EVAL_USAGE, summary: "compute a task's paper metric for base models or a trained checkpoint" },
+  demo: { run: demoCommand, usage: DEMO_USAGE, summary: 'train two tiny agents on a toy collaboration task, end to end (about a minute)' },
+  'tiny-model': { run: tinyModelCommand, usage: TINY_MODEL_USAGE, summary: 'write a tiny random Hugging Face checkpoint (qwen3, qwen2, llama)' },
+};
+
+/** The top-level help. */
+export const MAIN_USAGE = [
+  'usage: comlrl <command> [options]',
+  '',
+  'Multi-agent RL fine-tuning of LLMs (MAGRPO, CoLLM-DC, CoLLM-CC) in TypeScript.',
+  '',
+  'commands:',
+  ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(12)}${c.summary}`),
+  '',
+  'Run `comlrl <command> --help` for its options. Start with `comlrl demo`.',
+].join('\n');
+
+const defaultContext: CommandContext = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+};
+
+/**
+ * Runs the CLI with `argv` (without `node` and the script). Returns the exit code: 0 success,
+ * 1 error, 2 usage error. Errors are printed, never thrown.
+ */
+export async function main(argv: readonly string[], ctx: CommandContext = defaultContext): Promise<number> {
+  const [command, ...rest] = argv;
+  if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
+    const target = command === 'help' ? rest[0] : undefined;
+    if (target && COMMANDS[target]) ctx.out(COMMANDS[target].usage);
+    else ctx.out(MAIN_USAGE);
+    return command === undefined ? 2 : 0;
+  }
+  if (command === '--version' || command === '-v') {
+    ctx.out(await packageVersion());
+    return 0;
+  }
+  const cmd = COMMANDS[command];
+  if (!cmd) {
+    ctx.err(`comlrl: unknown command '${command}'\n\n${MAIN_USAGE}`);
+    return 2;
+  }
+  try {
+    return await cmd.run(rest, ctx);
+  } catch (err) {
+    if (err instanceof UsageError) {
+      ctx.err(`comlrl ${command}: ${err.message}\n\n${cmd.usage}`);
+      return 2;
+    }
+    if (err instanceof ConfigError || err instanceof CheckpointError) {
+      ctx.err(`comlrl ${command}: ${err.message}`);
+      return 1;
+    }
+    const e = err as Error;
+    ctx.err(`comlrl ${command}: ${e.message ?? String(err)}`);
+    if (process.env.COMLRL_DEBUG && e.stack) ctx.err(e.stack);
+    return 1;
+  }
+}
+
+async function packageVersion(): Promise<string> {
+  const { readFile } = await import('node:fs/promises');
+  for (const rel of ['../package.json', '../../package.json']) {
+    try {
+      const pkg = JSON.parse(await readFile(fileURLToPath(new URL(rel, import.meta.url)), 'utf8')) as { name?: string; version?: string };
+      if (pkg.name === 'comlrl') return `comlrl ${pkg.version ?? '?'}`;
+    } catch {
+      // Try the next location (src vs dist layout).
+    }
+  }
+  return 'comlrl';
+}
+
+function isEntryPoint(): boolean {
+  const arg = process.argv[1];
+  if (!arg) return false;
+  try {
+    return realpathSync(arg) === realpathSync(fileURLToPath(import.meta.url));
+  } catch {
+    return false;
+  }
+}
+
+if (isEntryPoint()) {
+  main(process.argv.slice(2)).then(
+    (code) => {
+      process.exitCode = code;
+    },
+    (err: unknown) => {
+      process.stderr.write(`comlrl: ${(err as Error).message ?? String(err)}\n`);
+      process.exitCode = 1;
+    },
+  );
+}

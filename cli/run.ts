@@ -1,0 +1,513 @@
+/**
+ * One training run: run directory, metrics, progress, checkpoints, resume, plots, final models.
+ *
+ * Run directory:
+ *   config.yaml      the resolved config (`comlrl train --config` re-runs it)
+ *   run.json         trainer, task, seed, backend, config hash, sessions
+ *   metrics.jsonl    one line per logged step (CoMLRL names + perf/* and run/* extras)
+ *   rewards.png/svg, losses.png/svg
+ *   eval.json        evaluation before and after training
+ *   checkpoints/step-NNNNNN/   agents (HF format), critics and heads, trainer_state.json,
+ *                    optimizer.safetensors, run_state.json, config.json, manifest.json
+ *   final/           the trained agents (and critics) when output.save_final_model
+ *
+ * A checkpoint is written atomically (src/checkpoint). Resuming verifies it completely (sizes,
+ * SHA-256, config identity, optimizer and trainer state) before anything in the run directory is
+ * touched, so a refused resume leaves the directory as it was.
+ */
+import { existsSync, readFileSync } from 'node:fs';
+import * as fs from 'node:fs/promises';
+import * as path from 'node:path';
+import { stringify as yamlStringify } from 'yaml';
+import { initBackend, type BackendName } from '../src/backend/init.js';
+import { CheckpointError, checkpointName, listCheckpoints, verifyCheckpoint, writeCheckpointAtomically, MANIFEST_FILE } from '../src/checkpoint/atomic.js';
+import { OPTIMIZER_STATE_FILE, readTrainerState, TRAINER_STATE_FILE, writeTrainerState } from '../src/checkpoint/state.js';
+import { configHash, stableStringify } from '../src/config/hash.js';
+import { runConfigIdentity, runConfigToDocument, type RunConfig } from '../src/config/schema.js';
+import { formatBytes, formatDuration, formatNumber, formatSummary } from '../src/logging/format.js';
+import { peakMemory, sampleMemory } from '../src/logging/memory.js';
+import { MetricsLogger, readMetrics, type MetricValue } from '../src/logging/metrics.js';
+import { writePlots } from '../src/logging/plots.js';
+import { ProgressBar, type ProgressStream } from '../src/logging/progress.js';
+import type { MetricRecord } from '../trainers/common/metrics.js';
+import { episodeReward, setupTask, type AnyEpisode, type TaskSetup } from './tasks.js';
+import {
+  buildTrainer,
+  cursorStep,
+  numAgentsOf,
+  sourcesFromCheckpoint,
+  sourcesFromConfig,
+  TokenCounter,
+  type TrainerHandle,
+} from './trainer.js';
+
+/** Files of a run directory. */
+export const RUN_FILES = {
+  config: 'config.yaml',
+  run: 'run.json',
+  metrics: 'metrics.jsonl',
+  eval: 'eval.json',
+  checkpoints: 'checkpoints',
+  final: 'final',
+} as const;
+
+/** Extra file of each checkpoint: where the run was when it was written. */
+export const RUN_STATE_FILE = 'run_state.json';
+/** The config document inside each checkpoint. */
+export const CHECKPOINT_CONFIG_FILE = 'config.json';
+
+/** Options of {@link runTraining}. */
+export interface RunOptions {
+  readonly config: RunConfig;
+  /** A checkpoint directory to continue from (see {@link resolveResume}). */
+  readonly resume?: ResumePoint;
+  /** Stop (as if interrupted, writing a checkpoint) once the run reaches this step. */
+  readonly stopAfter?: number;
+  /** Aborting it stops the run at the next item boundary, with a checkpoint. */
+  readonly signal?: AbortSignal;
+  /** Human-readable output (default: stderr). */
+  readonly log?: (line: string) => void;
+  /** Where the progress bar draws (default: stderr). */
+  readonly progress?: ProgressStream;
+  /** Label of the progress bar. */
+  readonly label?: string;
+}
+
+/** An evaluation's headline numbers. */
+export interface EvalSummary {
+  readonly step: number;
+  readonly envStep: number;
+  /** Mean over eval episodes of the summed (processed) reward. */
+  readonly episodeReward: number;
+  readonly episodes: number;
+  readonly metrics: MetricRecord;
+}
+
+/** What {@link runTraining} returns. */
+export interface RunResult {
+  readonly runDir: string;
+  /** Steps (training items) done. */
+  readonly step: number;
+  readonly totalSteps: number;
+  /** false when stopped early (stopAfter or signal): resume it with `--resume runDir`. */
+  readonly completed: boolean;
+  readonly before?: EvalSummary;
+  readonly after?: EvalSummary;
+  readonly checkpoints: readonly string[];
+  readonly plots: readonly string[];
+  readonly finalDir?: string;
+  readonly configHash: string;
+  readonly backend: BackendName;
+  readonly seconds: number;
+  readonly tokensPerSecond: number;
+  readonly peakRssBytes: number;
+}
+
+/** A verified checkpoint to resume from. */
+export interface ResumePoint {
+  readonly runDir: string;
+  readonly checkpoint: string;
+  readonly step: number;
+  readonly metricsRows: number;
+  readonly elapsedS: number;
+  readonly tokens: number;
+}
+
+class StopRun extends Error {
+  constructor() {
+    super('stop requested');
+  }
+}
+
+/** The hash stored in checkpoints: the config minus output and backend. */
+export function runConfigHash(config: RunConfig): string {
+  return configHash(runConfigIdentity(config));
+}
+
+/** Reads the YAML config a run directory stores. */
+export function runDirConfigFile(runDir: string): string {
+  return path.join(runDir, RUN_FILES.config);
+}
+
+function flatDiff(a: unknown, b: unknown, prefix = ''): string[] {
+  if (stableStringify(a) === stableStringify(b)) return [];
+  const isObj = (v: unknown) => v !== null && typeof v === 'object' && !Array.isArray(v);
+  if (isObj(a) && isObj(b)) {
+    const keys = [...new Set([...Object.keys(a as object), ...Object.keys(b as object)])].sort();
+    return keys.flatMap((k) => flatDiff((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], prefix ? `${prefix}.${k}` : k));
+  }
+  const show = (v: unknown) => (v === undefined ? '(unset)' : JSON.stringify(v));
+  return [`${prefix || '(config)'}: checkpoint ${show(a)}, this run ${show(b)}`];
+}
+
+/**
+ * Finds and fully verifies the checkpoint to resume: `dir` is a run directory (its newest
+ * checkpoint is used) or one checkpoint directory. Nothing is written.
+ * @throws CheckpointError naming the problem (missing, damaged, incompatible config, missing state).
+ */
+export async function resolveResume(dir: string, config: RunConfig): Promise<ResumePoint> {
+  const abs = path.resolve(dir);
+  if (!existsSync(abs)) throw new CheckpointError('resume directory not found', abs);
+  let checkpoint: string;
+  let runDir: string;
+  if (existsSync(path.join(abs, MANIFEST_FILE)) || /^step-\d+$/.test(path.basename(abs))) {
+    checkpoint = abs;
+    runDir = path.dirname(path.dirname(abs));
+  } else {
+    const found = await listCheckpoints(path.join(abs, RUN_FILES.checkpoints));
+    if (found.length === 0) throw new CheckpointError(`no checkpoints under ${path.join(abs, RUN_FILES.checkpoints)} (set output.save_steps to write them)`, abs);
+    checkpoint = found[0];
+    runDir = abs;
+  }
+  const hash = runConfigHash(config);
+  if (!existsSync(checkpoint)) throw new CheckpointError('checkpoint directory not found', checkpoint);
+  // The pieces exact resume cannot do without, named before the generic manifest check.
+  const required: [string, string][] = [
+    [OPTIMIZER_STATE_FILE, 'optimizer state (AdamW moments)'],
+    [TRAINER_STATE_FILE, 'trainer state (counters, dataset cursor, RNG streams, buffers)'],
+    [RUN_STATE_FILE, 'run state (step, metrics position)'],
+    ['agent_0', 'agent weights'],
+  ];
+  for (const [file, what] of required) {
+    if (!existsSync(path.join(checkpoint, file))) throw new CheckpointError(`damaged checkpoint: missing ${what}: ${file}`, checkpoint);
+  }
+  try {
+    await verifyCheckpoint(checkpoint, { configHash: hash });
+  } catch (err) {
+    if (err instanceof CheckpointError && /config mismatch/.test(err.message)) {
+      // Name the keys that differ, when the checkpoint's config is readable.
+      let detail = '';
+      try {
+        const saved = JSON.parse(readFileSync(path.join(checkpoint, CHECKPOINT_CONFIG_FILE), 'utf8')) as Record<string, unknown>;
+        const diffs = flatDiff(stripIdentity(saved), runConfigIdentity(config));
+        if (diffs.length > 0) detail = `; differing keys: ${diffs.slice(0, 8).join('; ')}`;
+      } catch {
+        // The hash comparison alone already refused it.
+      }
+      throw new CheckpointError(`incompatible checkpoint: ${err.message.replace(/ \(checkpoint: .*\)$/, '')}${detail}`, checkpoint);
+    }
+    if (err instanceof CheckpointError) throw new CheckpointError(`damaged checkpoint: ${err.message.replace(/ \(checkpoint: .*\)$/, '')}`, checkpoint);
+    throw err;
+  }
+  // Loads (and checks) the trainer and optimizer state now, so a missing piece is refused before any write.
+  await readTrainerState(checkpoint);
+  const rsPath = path.join(checkpoint, RUN_STATE_FILE);
+  if (!existsSync(rsPath)) throw new CheckpointError(`missing ${RUN_STATE_FILE} (step counters)`, checkpoint);
+  const rs = JSON.parse(await fs.readFile(rsPath, 'utf8')) as { step?: unknown; metrics_rows?: unknown; elapsed_s?: unknown; tokens?: unknown };
+  if (typeof rs.step !== 'number' || typeof rs.metrics_rows !== 'number') throw new CheckpointError(`${RUN_STATE_FILE} lacks step / metrics_rows`, checkpoint);
+  for (let i = 0; i < 64; i++) {
+    const agentDir = path.join(checkpoint, `agent_${i}`);
+    if (!existsSync(agentDir)) break;
+    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) {
+      if (!existsSync(path.join(agentDir, f))) throw new CheckpointError(`agent_${i} lacks ${f}`, checkpoint);
+    }
+  }
+  return {
+    runDir,
+    checkpoint,
+    step: rs.step,
+    metricsRows: rs.metrics_rows,
+    elapsedS: typeof rs.elapsed_s === 'number' ? rs.elapsed_s : 0,
+    tokens: typeof rs.tokens === 'number' ? rs.tokens : 0,
+  };
+}
+
+function stripIdentity(doc: Record<string, unknown>): Record<string, unknown> {
+  const out = { ...doc };
+  delete out.output;
+  delete out.backend;
+  return out;
+}
+
+function timestamp(): string {
+  const d = new Date();
+  const p = (n: number) => String(n).padStart(2, '0');
+  return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
+}
+
+/** The run directory of a config: `output.dir`, else `runs/<task>-<trainer>-<timestamp>`. */
+export function defaultRunDir(config: RunConfig): string {
+  return path.resolve(config.output.dir ?? path.join('runs', `${config.dataset.task}-${config.trainer}-${timestamp()}`));
+}
+
+async function isNonEmptyRun(dir: string): Promise<boolean> {
+  for (const f of [RUN_FILES.metrics, RUN_FILES.run, RUN_FILES.checkpoints]) if (existsSync(path.join(dir, f))) return true;
+  return false;
+}
+
+/** Mean of the summed rewards of eval episodes. */
+function meanEpisodeReward(episodes: readonly AnyEpisode[]): number {
+  return episodes.length === 0 ? Number.NaN : episodes.reduce((s, e) => s + episodeReward(e), 0) / episodes.length;
+}
+
+/** Sum over turns of `turn_k/reward_mean` in a train row: the row's expected episode reward. */
+export function trainRowReward(row: Readonly<Record<string, MetricValue>>): number | undefined {
+  let sum = 0;
+  let seen = false;
+  for (const [k, v] of Object.entries(row)) {
+    if (/^turn_\d+\/reward_mean$/.test(k) && typeof v === 'number') {
+      sum += v;
+      seen = true;
+    }
+  }
+  return seen ? sum : undefined;
+}
+
+/** Sum over turns of an eval row's per-turn mean reward (MAGRPO `mean_reward`, actor-critic `reward_mean`). */
+export function evalRowReward(row: Readonly<Record<string, MetricValue>>): number | undefined {
+  let sum = 0;
+  let seen = false;
+  for (const [k, v] of Object.entries(row)) {
+    if (/^eval\/turn_\d+\/(mean_reward|reward_mean)$/.test(k) && typeof v === 'number') {
+      sum += v;
+      seen = true;
+    }
+  }
+  return seen ? sum : undefined;
+}
+
+/** Metric names (last key segment) drawn in rewards.png: CoMLRL's reward and return names. */
+export const REWARD_PLOT_PATTERN = /^(reward_mean|expected_return|epoch_reward_mean|epoch_avg_return|mean_reward|mean_return|return_mean|episode_reward_mean|final_reward_mean|score|iou|hp)$/;
+
+/**
+ * Runs (or resumes) training as the config says. Returns when training completes or stops early;
+ * throws on errors (a refused resume throws before touching the run directory).
+ */
+export async function runTraining(options: RunOptions): Promise<RunResult> {
+  const { config } = options;
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const t0 = performance.now();
+  const resume = options.resume;
+  const runDir = resume ? resume.runDir : defaultRunDir(config);
+  if (!resume && (await isNonEmptyRun(runDir))) {
+    throw new Error(`output directory ${runDir} already holds a run; continue it with --resume ${runDir}, or set output.dir to a new directory`);
+  }
+  const hash = runConfigHash(config);
+  const backend = await initBackend(config.backend);
+
+  // ---- build everything before the first write into the run directory ----
+  const task = await setupTask(config);
+  const counter = new TokenCounter();
+  let muted = false;
+  let logger: MetricsLogger | null = null;
+  const recentRewards: number[] = [];
+  let lastEval: number | undefined;
+  let lastRowTime = performance.now();
+  let lastRowTokens = 0;
+  const sink = {
+    log: (step: number, metrics: MetricRecord) => {
+      if (muted || !logger) return;
+      const row: Record<string, MetricValue> = { ...metrics };
+      const isEval = Object.keys(metrics).some((k) => k.startsWith('eval/'));
+      if (!isEval) {
+        const now = performance.now();
+        const dt = (now - lastRowTime) / 1000;
+        const mem = peakMemory();
+        if (dt > 0) row['perf/tokens_per_s'] = (counter.total - lastRowTokens) / dt;
+        row['perf/tokens_total'] = counter.total;
+        row['perf/peak_rss_mb'] = mem.peakRssBytes / 2 ** 20;
+        row['perf/tensor_mb'] = mem.tensorBytes / 2 ** 20;
+        row['perf/num_tensors'] = mem.numTensors;
+        lastRowTime = now;
+        lastRowTokens = counter.total;
+        const r = trainRowReward(metrics);
+        if (r !== undefined) {
+          recentRewards.push(r);
+          if (recentRewards.length > 16) recentRewards.shift();
+        }
+      } else {
+        sampleMemory();
+        const r = evalRowReward(metrics);
+        if (r !== undefined) lastEval = r;
+      }
+      const written = logger.log(step, row);
+      if (config.output.verbose) log(formatSummary(written, { maxKeys: 12 }));
+    },
+  };
+
+  let trainer: TrainerHandle;
+  try {
+    const numAgents = numAgentsOf(config, task.env.numAgents);
+    const sources = resume ? sourcesFromCheckpoint(config, resume.checkpoint, numAgents) : sourcesFromConfig(config, numAgents);
+    trainer = await buildTrainer(config, task, sources, sink, counter);
+    if (resume) trainer.importState(await readTrainerState(resume.checkpoint));
+  } catch (err) {
+    await task.close();
+    throw err;
+  }
+
+  try {
+    const totalSteps = trainer.itemsPerEpoch * trainer.epochs;
+    let step = cursorStep(trainer.cursor, trainer.itemsPerEpoch);
+    if (resume && step !== resume.step) {
+      throw new CheckpointError(`run_state.json says step ${resume.step} but the trainer state's cursor is at step ${step}`, resume.checkpoint);
+    }
+
+    // ---- run directory ----
+    await fs.mkdir(runDir, { recursive: true });
+    const doc = runConfigToDocument(config);
+    await fs.writeFile(runDirConfigFile(runDir), `# comlrl run config (resolved; config hash ${hash})\n${yamlStringify(doc)}`);
+    const runInfoPath = path.join(runDir, RUN_FILES.run);
+    const previous = existsSync(runInfoPath) ? (JSON.parse(await fs.readFile(runInfoPath, 'utf8')) as { sessions?: unknown[] }) : {};
+    const sessions = [...(Array.isArray(previous.sessions) ? previous.sessions : []), { started_at: new Date().toISOString(), backend, resumed_from: resume?.checkpoint ?? null, start_step: step }];
+    await fs.writeFile(
+      runInfoPath,
+      `${JSON.stringify({ trainer: config.trainer, task: config.dataset.task, seed: config.seed, config_hash: hash, total_steps: totalSteps, sessions }, null, 2)}\n`,
+    );
+    const metricsPath = path.join(runDir, RUN_FILES.metrics);
+    if (resume) {
+      // Drop what was logged after the checkpoint: the resumed run logs it again.
+      const rows = existsSync(metricsPath) ? readMetrics(metricsPath).slice(0, resume.metricsRows) : [];
+      await fs.writeFile(`${metricsPath}.tmp`, rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
+      await fs.rename(`${metricsPath}.tmp`, metricsPath);
+      logger = MetricsLogger.open(metricsPath);
+    } else {
+      logger = MetricsLogger.open(metricsPath, { overwrite: true });
+    }
+    const elapsedBefore = resume?.elapsedS ?? 0;
+    const tokensBefore = resume?.tokens ?? 0;
+    counter.total = tokensBefore;
+    lastRowTokens = tokensBefore;
+    logger.log(trainer.envSteps, {
+      'run/backend': backend,
+      'run/seed': config.seed,
+      'run/config_hash': hash,
+      'run/trainer': config.trainer,
+      'run/task': config.dataset.task,
+      'run/step': step,
+      'run/resumed': resume ? 1 : 0,
+    });
+    log(`[comlrl] ${resume ? `resuming ${path.relative(process.cwd(), resume.checkpoint) || resume.checkpoint} at step ${step}/${totalSteps}` : `training ${config.trainer} on ${config.dataset.task}: ${totalSteps} steps (${trainer.epochs} epochs × ${trainer.itemsPerEpoch} items)`} · backend ${backend} · seed ${config.seed} · config ${hash}`);
+    log(`[comlrl] run directory: ${runDir}`);
+
+    const evalPath = path.join(runDir, RUN_FILES.eval);
+    const evalRecord: { before?: EvalSummary; after?: EvalSummary } = existsSync(evalPath) && resume ? (JSON.parse(await fs.readFile(evalPath, 'utf8')) as { before?: EvalSummary }) : {};
+    const evaluate = async (): Promise<EvalSummary> => {
+      const r = await trainer.evaluate();
+      const s = { step: cursorStep(trainer.cursor, trainer.itemsPerEpoch), envStep: trainer.envSteps, episodeReward: meanEpisodeReward(r.episodes), episodes: r.episodes.length, metrics: r.metrics };
+      lastEval = s.episodeReward;
+      return s;
+    };
+    const hasEval = task.evalTasks.length > 0 && Number(config.trainerConfig.eval_num_samples ?? 1) > 0;
+    if (!resume && config.output.eval_before_after && hasEval) {
+      evalRecord.before = await evaluate();
+      log(`[comlrl] eval before training: episode reward ${formatNumber(evalRecord.before.episodeReward)} (${evalRecord.before.episodes} episodes)`);
+      await fs.writeFile(evalPath, `${JSON.stringify(evalRecord, null, 2)}\n`);
+    }
+
+    // ---- checkpoints ----
+    const checkpoints: string[] = [];
+    const ckptRoot = path.join(runDir, RUN_FILES.checkpoints);
+    let lastCheckpointStep = resume ? step : -1;
+    const writeCheckpoint = async (): Promise<void> => {
+      const dir = path.join(ckptRoot, checkpointName(step));
+      const elapsed = elapsedBefore + (performance.now() - t0) / 1000;
+      await writeCheckpointAtomically(dir, { step, configHash: hash }, async (tmp) => {
+        muted = true;
+        try {
+          await trainer.save(tmp);
+        } finally {
+          muted = false;
+        }
+        await writeTrainerState(tmp, trainer.exportState());
+        const rs = { step, cursor: trainer.cursor, env_step: trainer.envSteps, metrics_rows: logger?.rows().length ?? 0, elapsed_s: elapsed, tokens: counter.total, trainer: config.trainer, config_hash: hash };
+        await fs.writeFile(path.join(tmp, RUN_STATE_FILE), `${JSON.stringify(rs, null, 2)}\n`);
+        await fs.writeFile(path.join(tmp, CHECKPOINT_CONFIG_FILE), `${JSON.stringify(runConfigToDocument(config), null, 2)}\n`);
+      });
+      lastCheckpointStep = step;
+      checkpoints.push(dir);
+      const limit = config.output.save_total_limit;
+      if (limit !== null) {
+        for (const old of (await listCheckpoints(ckptRoot)).slice(limit)) await fs.rm(old, { recursive: true, force: true });
+      }
+      if (config.output.plots && logger) await writePlots(runDir, logger.rows(), { title: `${config.dataset.task} · ${config.trainer}`, rewardPattern: REWARD_PLOT_PATTERN }).catch(() => []);
+    };
+
+    // ---- train ----
+    const bar = new ProgressBar({ total: Math.max(1, totalSteps), label: options.label ?? config.trainer, ...(options.progress ? { stream: options.progress } : {}) });
+    const barInfo = () => ({
+      reward: recentRewards.length > 0 ? recentRewards.reduce((a, b) => a + b, 0) / recentRewards.length : undefined,
+      eval: lastEval,
+    });
+    if (!config.output.verbose) bar.update(step, barInfo());
+    let completed = true;
+    try {
+      if (options.stopAfter !== undefined && step >= options.stopAfter) throw new StopRun();
+      await trainer.train(async () => {
+        step = cursorStep(trainer.cursor, trainer.itemsPerEpoch);
+        if (!config.output.verbose) bar.update(step, barInfo());
+        const stop = (options.stopAfter !== undefined && step >= options.stopAfter) || options.signal?.aborted === true;
+        const due = config.output.save_steps > 0 && step % config.output.save_steps === 0;
+        if ((due || stop) && step !== lastCheckpointStep) await writeCheckpoint();
+        if (stop) throw new StopRun();
+      });
+      step = cursorStep(trainer.cursor, trainer.itemsPerEpoch);
+    } catch (err) {
+      if (!(err instanceof StopRun)) throw err;
+      completed = false;
+    } finally {
+      bar.finish();
+    }
+
+    if (completed && config.output.eval_before_after && hasEval) {
+      evalRecord.after = await evaluate();
+      await fs.writeFile(evalPath, `${JSON.stringify(evalRecord, null, 2)}\n`);
+    }
+    let finalDir: string | undefined;
+    if (completed && config.output.save_final_model) {
+      finalDir = path.join(runDir, RUN_FILES.final);
+      await fs.rm(finalDir, { recursive: true, force: true });
+      await trainer.save(finalDir);
+      if (config.output.save_dtype !== 'float32') {
+        for (let i = 0; i < trainer.agents.length; i++) await trainer.agents[i].model.save(path.join(finalDir, `agent_${i}`), { dtype: config.output.save_dtype });
+      }
+    }
+    const plots = config.output.plots ? (await writePlots(runDir, logger.rows(), { title: `${config.dataset.task} · ${config.trainer}`, rewardPattern: REWARD_PLOT_PATTERN })).flatMap((p) => [p.png, p.svg]) : [];
+    const seconds = elapsedBefore + (performance.now() - t0) / 1000;
+    const mem = peakMemory();
+    const sessionSeconds = (performance.now() - t0) / 1000;
+    const result: RunResult = {
+      runDir,
+      step,
+      totalSteps,
+      completed,
+      ...(evalRecord.before ? { before: evalRecord.before } : {}),
+      ...(evalRecord.after ? { after: evalRecord.after } : {}),
+      checkpoints,
+      plots,
+      ...(finalDir ? { finalDir } : {}),
+      configHash: hash,
+      backend,
+      seconds,
+      tokensPerSecond: sessionSeconds > 0 ? (counter.total - tokensBefore) / sessionSeconds : 0,
+      peakRssBytes: mem.peakRssBytes,
+    };
+    for (const line of summaryLines(result, logger.rows().length)) log(line);
+    return result;
+  } finally {
+    trainer.dispose();
+    await task.close();
+  }
+}
+
+/** The console summary of a finished (or stopped) run. */
+export function summaryLines(r: RunResult, metricsRows: number): string[] {
+  const rel = (p: string) => path.relative(process.cwd(), p) || p;
+  const lines = [
+    r.completed
+      ? `[comlrl] done: ${r.step}/${r.totalSteps} steps in ${formatDuration(r.seconds)} · ${formatNumber(r.tokensPerSecond)} tokens/s · peak RSS ${formatBytes(r.peakRssBytes)}`
+      : `[comlrl] stopped at step ${r.step}/${r.totalSteps} (checkpoint written); continue with: comlrl train --resume ${rel(r.runDir)}`,
+  ];
+  if (r.before && r.after) {
+    const d = r.after.episodeReward - r.before.episodeReward;
+    lines.push(`[comlrl] eval episode reward: before ${formatNumber(r.before.episodeReward)} → after ${formatNumber(r.after.episodeReward)} (${d >= 0 ? '+' : ''}${formatNumber(d)})`);
+  } else if (r.after) {
+    lines.push(`[comlrl] eval episode reward after training: ${formatNumber(r.after.episodeReward)}`);
+  }
+  lines.push(`[comlrl] run directory: ${rel(r.runDir)}`);
+  lines.push(`           metrics.jsonl (${metricsRows} lines), config.yaml, run.json${r.before || r.after ? ', eval.json' : ''}`);
+  if (r.plots.length > 0) lines.push(`           plots: ${r.plots.filter((p) => p.endsWith('.png')).map((p) => path.basename(p)).join(', ')} (+ SVG)`);
+  if (r.finalDir) lines.push(`           final models: ${rel(r.finalDir)}/agent_*`);
+  if (r.checkpoints.length > 0) lines.push(`           checkpoints: ${r.checkpoints.map((c) => path.basename(c)).join(', ')}`);
+  return lines;
+}

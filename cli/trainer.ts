@@ -1,0 +1,272 @@
+/**
+ * Builds agents, critics and the chosen trainer from a run config, from the config's model paths
+ * (a fresh run) or from a checkpoint (resume), behind one small interface the runner drives.
+ */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import type { RunConfig, TrainerName } from '../src/config/schema.js';
+import type { SerializableTrainerState } from '../src/checkpoint/state.js';
+import { loadCriticHead, type CriticHead } from '../src/critic/heads.js';
+import type { CriticLM } from '../src/critic/value-model.js';
+import type { Agent, ChatFormat } from '../src/decpomdp/agent.js';
+import { loadCausalLM } from '../src/model/load.js';
+import type { CausalLM } from '../src/model/types.js';
+import { loadTokenizer } from '../src/tokenizer/load.js';
+import { createRng } from '../src/util/rng.js';
+import { CoLLMCCTrainer, type CoLLMCCTrainerState } from '../trainers/collm-cc.js';
+import { CoLLMDCTrainer, type CoLLMDCTrainerState } from '../trainers/collm-dc.js';
+import type { EvalEpisode } from '../trainers/common/eval.js';
+import type { MetricRecord, MetricsSink } from '../trainers/common/metrics.js';
+import type { DatasetCursor } from '../trainers/common/state.js';
+import { MAGRPOTrainer, type MAGRPOTrainerState } from '../trainers/magrpo.js';
+import type { TaskSetup } from './tasks.js';
+
+/** What the runner needs from any trainer. */
+export interface TrainerHandle {
+  readonly name: TrainerName;
+  readonly agents: readonly Agent[];
+  /** Items per epoch and epochs: the run has `itemsPerEpoch · epochs` steps. */
+  readonly itemsPerEpoch: number;
+  readonly epochs: number;
+  readonly cursor: DatasetCursor;
+  readonly envSteps: number;
+  train(onItemEnd: () => Promise<void>): Promise<void>;
+  evaluate(): Promise<{ metrics: MetricRecord; episodes: EvalEpisode<unknown, unknown>[] }>;
+  exportState(): SerializableTrainerState;
+  importState(state: SerializableTrainerState): void;
+  /** Agents (and critics and heads) in the trainer's layout: `dir/agent_i/`, critics as the trainer saves them. */
+  save(dir: string): Promise<void>;
+  dispose(): void;
+}
+
+/** Where the weights come from. */
+export interface ModelSources {
+  /** One HF directory per agent. */
+  readonly agents: readonly string[];
+  /** Critic LM directories (CoLLM-DC separate critics: one per agent; CoLLM-CC: one); empty otherwise. */
+  readonly critics: readonly string[];
+  /** Directories holding `value_head.*` to load (resume); null: fresh heads. */
+  readonly heads: readonly string[] | null;
+}
+
+/** Step number of a cursor: training items done since the start of the run. */
+export function cursorStep(cursor: DatasetCursor, itemsPerEpoch: number): number {
+  return cursor.epoch * itemsPerEpoch + cursor.index;
+}
+
+function usesSeparateCritic(config: RunConfig): boolean {
+  return config.trainer === 'collm-cc' || (config.trainer === 'collm-dc' && config.trainerConfig.use_separate_critic !== false);
+}
+
+/** Number of agents a config asks for: `model.agents`, else `num_agents`, else the env's. */
+export function numAgentsOf(config: RunConfig, envAgents: number): number {
+  if (config.model.agents) return config.model.agents.length;
+  const n = config.trainerConfig.num_agents;
+  return typeof n === 'number' ? n : envAgents;
+}
+
+/** Model directories named by the config (a fresh run). */
+export function sourcesFromConfig(config: RunConfig, numAgents: number): ModelSources {
+  const m = config.model;
+  let agents: string[];
+  if (m.agents) agents = [...m.agents];
+  else if (m.agent_model) agents = Array.from({ length: numAgents }, () => m.agent_model as string);
+  else throw new Error('model.agent_model or model.agents is required: the local Hugging Face directory of each agent');
+  let critics: string[] = [];
+  if (usesSeparateCritic(config)) {
+    const count = config.trainer === 'collm-cc' ? 1 : agents.length;
+    if (m.critics) {
+      if (m.critics.length !== count) {
+        throw new Error(`model.critics has ${m.critics.length} entries; ${config.trainer} needs ${count} (${config.trainer === 'collm-cc' ? 'one centralized critic' : 'one per agent'})`);
+      }
+      critics = [...m.critics];
+    } else {
+      // CoMLRL's default critic is the agent's own model.
+      critics = Array.from({ length: count }, (_, i) => m.critic_model ?? agents[i]);
+    }
+  }
+  return { agents, critics, heads: null };
+}
+
+/** Model directories inside a checkpoint written by {@link TrainerHandle.save} (resume). */
+export function sourcesFromCheckpoint(config: RunConfig, dir: string, numAgents: number): ModelSources {
+  const agents = Array.from({ length: numAgents }, (_, i) => join(dir, `agent_${i}`));
+  if (config.trainer === 'magrpo') return { agents, critics: [], heads: null };
+  if (config.trainer === 'collm-cc') return { agents, critics: [join(dir, 'critic')], heads: [join(dir, 'critic')] };
+  if (usesSeparateCritic(config)) {
+    const critics = agents.map((a) => join(a, 'critic'));
+    return { agents, critics, heads: critics };
+  }
+  return { agents, critics: [], heads: agents };
+}
+
+function chatFormat(config: RunConfig): ChatFormat | false {
+  if (!config.model.use_chat_template) return false;
+  const f: ChatFormat = {};
+  if (config.model.system_prompt !== undefined) f.system = config.model.system_prompt;
+  if (config.model.enable_thinking !== undefined) f.enableThinking = config.model.enable_thinking;
+  return f;
+}
+
+async function loadModelDir(dir: string, what: string): Promise<{ model: CausalLM; tokenizer: Awaited<ReturnType<typeof loadTokenizer>> }> {
+  if (!existsSync(dir)) throw new Error(`${what}: model directory ${dir} not found (model paths are local Hugging Face directories)`);
+  const model = await loadCausalLM(dir);
+  try {
+    return { model, tokenizer: await loadTokenizer(dir) };
+  } catch (err) {
+    model.dispose();
+    throw err;
+  }
+}
+
+/** Counts generated tokens of every agent (for tokens/s) by wrapping each model's `generate`. */
+export class TokenCounter {
+  total = 0;
+  /** Wraps `model.generate` so that every generated token is counted. */
+  watch(model: CausalLM): void {
+    const original = model.generate.bind(model);
+    model.generate = async (prompts, options) => {
+      const out = await original(prompts, options);
+      for (const s of out.sequences) this.total += s.length;
+      return out;
+    };
+  }
+}
+
+/** Loads one agent per directory, with the config's chat settings. */
+export async function loadAgents(config: RunConfig, dirs: readonly string[], counter?: TokenCounter): Promise<Agent[]> {
+  const chat = chatFormat(config);
+  const agents: Agent[] = [];
+  try {
+    for (let i = 0; i < dirs.length; i++) {
+      const { model, tokenizer } = await loadModelDir(dirs[i], `agent ${i}`);
+      counter?.watch(model);
+      agents.push({ name: `agent_${i}`, model, tokenizer, chat });
+    }
+  } catch (err) {
+    for (const a of agents) a.model.dispose();
+    throw err;
+  }
+  return agents;
+}
+
+/** Builds the trainer of `config` over `task` with weights from `sources`. */
+export async function buildTrainer(
+  config: RunConfig,
+  task: TaskSetup,
+  sources: ModelSources,
+  logger: MetricsSink,
+  counter?: TokenCounter,
+): Promise<TrainerHandle> {
+  const agents: Agent[] = [];
+  const critics: CriticLM[] = [];
+  const heads: CriticHead[] = [];
+  const cleanup = () => {
+    for (const a of agents) a.model.dispose();
+    for (const c of critics) c.model.dispose();
+    for (const h of heads) h.dispose();
+  };
+  try {
+    agents.push(...(await loadAgents(config, sources.agents, counter)));
+    for (let i = 0; i < sources.critics.length; i++) {
+      const { model, tokenizer } = await loadModelDir(sources.critics[i], `critic ${i}`);
+      critics.push({ name: `critic_${i}`, model, tokenizer });
+    }
+    // The heads' init stream is unused here: the saved weights overwrite the init.
+    if (sources.heads) for (const d of sources.heads) heads.push(await loadCriticHead(d, createRng('resume-head')));
+  } catch (err) {
+    cleanup();
+    throw err;
+  }
+  const common = {
+    agents,
+    env: task.env,
+    trainTasks: task.trainTasks,
+    evalTasks: task.evalTasks,
+    evalCallbacks: task.evalCallbacks,
+    logger,
+  };
+  const epochs = Number(config.trainerConfig.num_train_epochs);
+  const itemsPerEpoch = task.trainTasks.length;
+  try {
+    if (config.trainer === 'magrpo') {
+      const t = new MAGRPOTrainer<unknown, unknown>({ ...common, config: config.trainerConfig });
+      return handle('magrpo', t, agents, itemsPerEpoch, epochs, () => {
+        t.dispose();
+        cleanup();
+      }, (s) => t.importState(s as unknown as MAGRPOTrainerState), () => t.exportState() as unknown as SerializableTrainerState);
+    }
+    if (config.trainer === 'collm-dc') {
+      const t = new CoLLMDCTrainer<unknown, unknown>({
+        ...common,
+        config: config.trainerConfig,
+        ...(critics.length > 0 ? { critics } : {}),
+        ...(heads.length > 0 ? { criticHeads: heads } : {}),
+      });
+      return handle('collm-dc', t, agents, itemsPerEpoch, epochs, () => {
+        // The trainer frees the heads; critic LMs and agents are ours.
+        t.dispose();
+        for (const a of agents) a.model.dispose();
+        for (const c of critics) c.model.dispose();
+      }, (s) => t.importState(s as unknown as CoLLMDCTrainerState), () => t.exportState() as unknown as SerializableTrainerState);
+    }
+    if (critics.length !== 1) throw new Error(`collm-cc needs exactly one critic, got ${critics.length}`);
+    const t = new CoLLMCCTrainer<unknown, unknown>({
+      ...common,
+      config: config.trainerConfig,
+      critic: critics[0],
+      ...(heads.length > 0 ? { criticHead: heads[0] } : {}),
+    });
+    return handle('collm-cc', t, agents, itemsPerEpoch, epochs, () => {
+      t.dispose();
+      for (const a of agents) a.model.dispose();
+      for (const c of critics) c.model.dispose();
+    }, (s) => t.importState(s as unknown as CoLLMCCTrainerState), () => t.exportState() as unknown as SerializableTrainerState);
+  } catch (err) {
+    cleanup();
+    throw err;
+  }
+}
+
+interface AnyTrainer {
+  readonly datasetCursor: DatasetCursor;
+  readonly envSteps: number;
+  train(options: { onItemEnd?: () => Promise<void> }): Promise<void>;
+  evaluate(): Promise<{ metrics: MetricRecord; episodes: EvalEpisode<unknown, unknown>[] }>;
+  save(dir: string): Promise<unknown>;
+}
+
+function handle(
+  name: TrainerName,
+  t: AnyTrainer,
+  agents: readonly Agent[],
+  itemsPerEpoch: number,
+  epochs: number,
+  dispose: () => void,
+  importState: (s: SerializableTrainerState) => void,
+  exportState: () => SerializableTrainerState,
+): TrainerHandle {
+  return {
+    name,
+    agents,
+    itemsPerEpoch,
+    epochs,
+    get cursor() {
+      return t.datasetCursor;
+    },
+    get envSteps() {
+      return t.envSteps;
+    },
+    train: (onItemEnd) => t.train({ onItemEnd }),
+    evaluate: async () => {
+      const r = await t.evaluate();
+      return { metrics: r.metrics, episodes: r.episodes };
+    },
+    exportState,
+    importState,
+    save: async (dir) => {
+      await t.save(dir);
+    },
+    dispose,
+  };
+}

@@ -1,0 +1,405 @@
+/**
+ * The run config file (`comlrl train --config FILE.yaml`): CoMLRL's config sections as one YAML or
+ * JSON document, validated with zod. Every object is strict, so a misspelt key is an error naming
+ * its dotted path instead of a silently ignored setting.
+ *
+ * The trainer sections (`magrpo:`, `collm_dc:`, `collm_cc:`) are validated with the trainers' own
+ * schemas, which the caller passes in ({@link RunConfigSchemas}): src does not import trainers/.
+ */
+import { z } from 'zod';
+import { BACKEND_NAMES, type BackendName } from '../backend/init.js';
+
+/** The three trainers, by their CLI names. */
+export const TRAINER_NAMES = ['magrpo', 'collm-dc', 'collm-cc'] as const;
+/** See {@link TRAINER_NAMES}. */
+export type TrainerName = (typeof TRAINER_NAMES)[number];
+
+/**
+ * The config section of each trainer. `iac` / `maac` (CoMLRL's names for CoLLM-DC / CoLLM-CC) are
+ * accepted as aliases so a CoMLRL section can be pasted unchanged.
+ */
+export const TRAINER_SECTIONS: Readonly<Record<string, TrainerName>> = {
+  magrpo: 'magrpo',
+  collm_dc: 'collm-dc',
+  iac: 'collm-dc',
+  collm_cc: 'collm-cc',
+  maac: 'collm-cc',
+};
+
+/** Tasks a run can train on. `toy-coord` is the embedded two-agent word task (no data needed). */
+export const TASK_NAMES = ['tldr', 'coophe', 'housebuild', 'toy-coord'] as const;
+/** See {@link TASK_NAMES}. */
+export type TaskName = (typeof TASK_NAMES)[number];
+
+/** Multi-turn feedback modes per task (tasks-reference §2.4, §3.3). */
+export const EXTERNAL_MODES: Readonly<Record<TaskName, readonly string[]>> = {
+  tldr: [],
+  coophe: ['level_feedback', 'plain', 'expert_edits'],
+  housebuild: ['score_feedback', 'perfect_feedback', 'position_feedback', 'position_modification', 'rect_modification', 'resource_schedule'],
+  'toy-coord': [],
+};
+
+const path = (key: string) => z.string({ error: `${key} must be a path (string)` }).min(1, { error: `${key} must be a non-empty path` });
+const bool = (key: string) => z.boolean({ error: `${key} must be true or false` });
+const int = (key: string, min: number) =>
+  z.number({ error: `${key} must be an integer >= ${min}` }).int({ error: `${key} must be an integer >= ${min}` }).min(min, { error: `${key} must be an integer >= ${min}` });
+const num = (key: string) => z.number({ error: `${key} must be a number` }).refine(Number.isFinite, { error: `${key} must be a finite number` });
+
+const modelSchema = z.strictObject({
+  /** One local Hugging Face directory; every agent gets its own copy (homogeneous agents). */
+  agent_model: path('model.agent_model').optional(),
+  /** One local Hugging Face directory per agent (heterogeneous agents). */
+  agents: z.array(path('model.agents[i]'), { error: 'model.agents must be a list of model directories' }).min(1).optional(),
+  /** The critic LM (actor-critic trainers); CoLLM-DC copies it per agent. Default: the agent model. */
+  critic_model: path('model.critic_model').optional(),
+  /** One critic directory per critic (CoLLM-DC: one per agent; CoLLM-CC: exactly one). */
+  critics: z.array(path('model.critics[i]'), { error: 'model.critics must be a list of model directories' }).min(1).optional(),
+  /** Sampling defaults; a value set in the trainer section wins. */
+  temperature: num('model.temperature').refine((v) => v > 0, { error: 'model.temperature must be > 0' }).optional(),
+  top_p: num('model.top_p').refine((v) => v > 0 && v <= 1, { error: 'model.top_p must be in (0, 1]' }).optional(),
+  top_k: int('model.top_k', 0).nullable().optional(),
+  /** Render prompts through each tokenizer's chat template (HouseBuild's configs: true). */
+  use_chat_template: bool('model.use_chat_template').default(false),
+  /** System message placed before each prompt when the chat template is used. */
+  system_prompt: z.string({ error: 'model.system_prompt must be a string' }).optional(),
+  /** Qwen3's `enable_thinking` template switch. */
+  enable_thinking: bool('model.enable_thinking').optional(),
+});
+
+const datasetSchema = z.strictObject({
+  task: z.enum(TASK_NAMES, { error: `dataset.task must be one of ${TASK_NAMES.map((t) => `'${t}'`).join(', ')}` }),
+  /** Local data (JSON, JSONL, Parquet file or hub-layout directory). HouseBuild defaults to the packaged tasks; toy needs none. */
+  path: path('dataset.path').optional(),
+  /** Data for the eval split when it lives elsewhere. Default: `path`. */
+  eval_path: path('dataset.eval_path').optional(),
+  /** HF slice syntax, e.g. `train[:1100]`, `test[16:]`, `[:8]`. Default: the paper's split of the task. */
+  train_split: z.string({ error: 'dataset.train_split must be a split spec string such as "train[:1000]"' }).optional(),
+  eval_split: z.string({ error: 'dataset.eval_split must be a split spec string such as "test[:100]"' }).optional(),
+});
+
+const externalSchema = z.strictObject({
+  /** Feedback mode between turns (CoopHE: level_feedback | plain | expert_edits; HouseBuild: score_feedback, ...). */
+  mode: z.string({ error: 'external.mode must be a string' }).optional(),
+  /** Repeat the original prompt in follow-ups (HouseBuild). */
+  original_prompt: bool('external.original_prompt').optional(),
+  /** Show the agent its previous response in follow-ups (HouseBuild). */
+  previous_response: bool('external.previous_response').optional(),
+  /** Cap on listed cells/rectangles in follow-ups (HouseBuild). */
+  lim: int('external.lim', 1).optional(),
+  /** Asserts shown in CoopHE feedback: N > 0 first N, N < 0 last |N|, 0 or 'all' every one. */
+  sandbox_slice: z.union([z.number().int(), z.literal('all'), z.null()], { error: "external.sandbox_slice must be an integer, 'all' or null" }).optional(),
+});
+
+const rewardProcessorSchema = z.strictObject({
+  /** false: raw rewards. */
+  enabled: bool('reward_processor.enabled').default(true),
+  scale: num('reward_processor.scale').default(1),
+  shift: num('reward_processor.shift').default(0),
+});
+
+const taskOptionsSchema = z.strictObject({
+  // HouseBuild (tasks-reference §2.6)
+  block_agent1: z.array(z.string(), { error: 'task.block_agent1 must be a list of block ids' }).optional(),
+  block_agent2: z.array(z.string(), { error: 'task.block_agent2 must be a list of block ids' }).optional(),
+  max_commands: int('task.max_commands', 1).optional(),
+  limited_resource: bool('task.limited_resource').optional(),
+  player: z.strictObject({ hp: num('task.player.hp') }).optional(),
+  spider: z
+    .strictObject({
+      num: int('task.spider.num', 0),
+      atk_low: int('task.spider.atk_low', 0),
+      atk_high: int('task.spider.atk_high', 0),
+    })
+    .refine((s) => s.atk_high >= s.atk_low, { error: 'task.spider.atk_high must be >= task.spider.atk_low' })
+    .optional(),
+  /** Seed of the run's spider attacks (the reference draws one per run). Default: the run seed. */
+  rpg_seed: int('task.rpg_seed', 0).optional(),
+  // CoopHE sandbox
+  /** Python interpreter for CoopHE tests. Default `python3`. */
+  python: z.string({ error: 'task.python must be a command or path' }).min(1).optional(),
+  /** Concurrent test subprocesses. */
+  pool_size: int('task.pool_size', 1).optional(),
+});
+
+const outputSchema = z.strictObject({
+  /** The run directory. Default `runs/<task>-<trainer>-<timestamp>`. */
+  dir: path('output.dir').optional(),
+  /** Write a checkpoint every this many training items (0: only when stopped early). */
+  save_steps: int('output.save_steps', 0).default(0),
+  /** Keep only the newest N checkpoints (null: all). */
+  save_total_limit: int('output.save_total_limit', 1).nullable().default(null),
+  /** Save the trained agents (and critics) into `<dir>/final/` at the end. */
+  save_final_model: bool('output.save_final_model').default(true),
+  /** dtype of the final model's weights (checkpoints are always float32, for exact resume). */
+  save_dtype: z.enum(['float32', 'bfloat16', 'float16'], { error: "output.save_dtype must be 'float32', 'bfloat16' or 'float16'" }).default('float32'),
+  /** Print every metrics row instead of a progress bar. */
+  verbose: bool('output.verbose').default(false),
+  /** Write rewards/losses plots (PNG + SVG) into the run directory. */
+  plots: bool('output.plots').default(true),
+  /** Evaluate before the first and after the last training item. */
+  eval_before_after: bool('output.eval_before_after').default(true),
+});
+
+const TRAINER_SECTION_SCHEMA = z.record(z.string(), z.unknown(), { error: 'a trainer section must be a mapping of trainer fields' });
+
+const topSchema = z.strictObject({
+  model: modelSchema.optional(),
+  dataset: datasetSchema,
+  magrpo: TRAINER_SECTION_SCHEMA.optional(),
+  collm_dc: TRAINER_SECTION_SCHEMA.optional(),
+  iac: TRAINER_SECTION_SCHEMA.optional(),
+  collm_cc: TRAINER_SECTION_SCHEMA.optional(),
+  maac: TRAINER_SECTION_SCHEMA.optional(),
+  external: externalSchema.optional(),
+  reward_processor: rewardProcessorSchema.optional(),
+  task: taskOptionsSchema.optional(),
+  output: outputSchema.optional(),
+  /** The run seed: the trainer's random streams (and HouseBuild's spider draw unless task.rpg_seed). */
+  seed: int('seed', 0).optional(),
+  /** Tensor backend (else COMLRL_BACKEND, else wasm). */
+  backend: z.enum(BACKEND_NAMES as [BackendName, ...BackendName[]], { error: `backend must be one of ${BACKEND_NAMES.join(', ')}` }).optional(),
+});
+
+/** The model section after validation. */
+export type ModelSection = z.output<typeof modelSchema>;
+/** The dataset section after validation. */
+export type DatasetSection = z.output<typeof datasetSchema>;
+/** The external (multi-turn feedback) section. */
+export type ExternalSection = z.output<typeof externalSchema>;
+/** The reward processor section (r' = r·scale + shift when enabled). */
+export type RewardProcessorSection = z.output<typeof rewardProcessorSchema>;
+/** Task options (HouseBuild, CoopHE sandbox). */
+export type TaskOptionsSection = z.output<typeof taskOptionsSchema>;
+/** The output section after defaults. */
+export type OutputSection = z.output<typeof outputSchema>;
+
+/** A validated run config with defaults filled in. */
+export interface RunConfig {
+  /** Which trainer the config's trainer section selects. */
+  readonly trainer: TrainerName;
+  /**
+   * The trainer section after the trainer's own schema (defaults filled, snake_case CoMLRL fields);
+   * sampling defaults from `model` and the run `seed` already merged in.
+   */
+  readonly trainerConfig: Readonly<Record<string, unknown>>;
+  readonly model: ModelSection;
+  readonly dataset: DatasetSection;
+  readonly external: ExternalSection;
+  readonly rewardProcessor: RewardProcessorSection;
+  readonly task: TaskOptionsSection;
+  readonly output: OutputSection;
+  readonly seed: number;
+  readonly backend: BackendName | undefined;
+}
+
+/** The trainers' zod schemas, injected by the caller (src must not import trainers/). */
+export type RunConfigSchemas = Readonly<Record<TrainerName, z.ZodType>>;
+
+/** One problem of a config file: the dotted key path and the message. */
+export interface ConfigFileIssue {
+  readonly key: string;
+  readonly message: string;
+}
+
+/** Raised for an invalid config; `issues` names every bad key. */
+export class ConfigError extends Error {
+  readonly issues: readonly ConfigFileIssue[];
+  constructor(issues: readonly ConfigFileIssue[], source?: string) {
+    const where = source ? ` (${source})` : '';
+    super(`invalid config${where}:\n${issues.map((i) => `  - ${i.key}: ${i.message}`).join('\n')}`);
+    this.name = 'ConfigError';
+    this.issues = issues;
+  }
+}
+
+function show(value: unknown): string {
+  try {
+    const s = JSON.stringify(value) ?? String(value);
+    return s.length > 60 ? `${s.slice(0, 57)}...` : s;
+  } catch {
+    return String(value);
+  }
+}
+
+function dotted(prefix: string, p: readonly PropertyKey[]): string {
+  let out = prefix;
+  for (const seg of p) {
+    if (typeof seg === 'number') out += `[${seg}]`;
+    else out += out === '' ? String(seg) : `.${String(seg)}`;
+  }
+  return out === '' ? '(top level)' : out;
+}
+
+/** Allowed keys of each strict object, by dotted path, for "unknown key" messages. */
+const ALLOWED_KEYS: Record<string, readonly string[]> = {
+  '': Object.keys(topSchema.shape),
+  model: Object.keys(modelSchema.shape),
+  dataset: Object.keys(datasetSchema.shape),
+  external: Object.keys(externalSchema.shape),
+  reward_processor: Object.keys(rewardProcessorSchema.shape),
+  task: Object.keys(taskOptionsSchema.shape),
+  'task.player': ['hp'],
+  'task.spider': ['num', 'atk_low', 'atk_high'],
+  output: Object.keys(outputSchema.shape),
+};
+
+/** Turns zod issues into key-named issues; `prefix` is the section path ('' at top level). */
+export function zodIssues(error: z.ZodError, prefix = '', allowed?: (path: string) => readonly string[] | undefined): ConfigFileIssue[] {
+  const out: ConfigFileIssue[] = [];
+  for (const issue of error.issues) {
+    if (issue.code === 'unrecognized_keys') {
+      const at = dotted(prefix, issue.path);
+      const base = at === '(top level)' ? '' : at;
+      const known = allowed?.(base);
+      for (const key of issue.keys) {
+        out.push({
+          key: base ? `${base}.${key}` : key,
+          message: `unknown key${known ? ` (allowed here: ${known.join(', ')})` : ''}`,
+        });
+      }
+      continue;
+    }
+    const got = 'input' in issue && issue.input !== undefined ? ` (got ${show(issue.input)})` : '';
+    out.push({ key: dotted(prefix, issue.path), message: `${issue.message}${got}` });
+  }
+  return out;
+}
+
+/**
+ * Validates a parsed config document (plain object from YAML/JSON) and fills defaults.
+ *
+ * Rules beyond the schemas: exactly one trainer section; `model.agent_model` xor `model.agents`;
+ * `model.critic_model` xor `model.critics`; `external.mode` must be one of the task's modes;
+ * sampling values in `model` fill trainer fields the trainer section leaves unset; the top-level
+ * `seed` sets the trainer's `seed` (setting both to different values is an error).
+ *
+ * @throws ConfigError listing every problem by dotted key path.
+ */
+export function parseRunConfig(raw: unknown, schemas: RunConfigSchemas, source?: string): RunConfig {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
+    throw new ConfigError([{ key: '(top level)', message: 'the config must be a mapping of sections (model, dataset, magrpo | collm_dc | collm_cc, ...)' }], source);
+  }
+  const top = topSchema.safeParse(raw, { reportInput: true });
+  if (!top.success) throw new ConfigError(zodIssues(top.error, '', (p) => ALLOWED_KEYS[p]), source);
+  const cfg = top.data;
+  const issues: ConfigFileIssue[] = [];
+
+  const sections = Object.keys(TRAINER_SECTIONS).filter((k) => (cfg as Record<string, unknown>)[k] !== undefined);
+  if (sections.length !== 1) {
+    issues.push({
+      key: sections.length === 0 ? '(top level)' : sections.join(', '),
+      message:
+        sections.length === 0
+          ? 'missing trainer section: add one of magrpo:, collm_dc: (alias iac:) or collm_cc: (alias maac:)'
+          : `exactly one trainer section is allowed, found ${sections.join(' and ')}`,
+    });
+    throw new ConfigError(issues, source);
+  }
+  const section = sections[0];
+  const trainer = TRAINER_SECTIONS[section];
+  const model = cfg.model ?? modelSchema.parse({});
+  if (model.agent_model !== undefined && model.agents !== undefined) {
+    issues.push({ key: 'model.agents', message: 'set either model.agent_model (one model for every agent) or model.agents (one per agent), not both' });
+  }
+  if (model.critic_model !== undefined && model.critics !== undefined) {
+    issues.push({ key: 'model.critics', message: 'set either model.critic_model or model.critics, not both' });
+  }
+  if (trainer === 'magrpo' && (model.critic_model !== undefined || model.critics !== undefined)) {
+    issues.push({ key: model.critics !== undefined ? 'model.critics' : 'model.critic_model', message: 'MAGRPO has no critic; remove it or use collm_dc / collm_cc' });
+  }
+  const external = cfg.external ?? {};
+  if (external.mode !== undefined) {
+    const modes = EXTERNAL_MODES[cfg.dataset.task];
+    if (!modes.includes(external.mode)) {
+      issues.push({
+        key: 'external.mode',
+        message: modes.length === 0 ? `task '${cfg.dataset.task}' has no external feedback modes` : `must be one of ${modes.map((m) => `'${m}'`).join(', ')} for task '${cfg.dataset.task}' (got "${external.mode}")`,
+      });
+    }
+  }
+  if (cfg.dataset.task !== 'housebuild' && cfg.task !== undefined) {
+    const houseOnly = ['block_agent1', 'block_agent2', 'max_commands', 'limited_resource', 'player', 'spider', 'rpg_seed'].filter((k) => k in (cfg.task as object));
+    for (const k of houseOnly) issues.push({ key: `task.${k}`, message: `a HouseBuild option; dataset.task is '${cfg.dataset.task}'` });
+    const heOnly = ['python', 'pool_size'].filter((k) => k in (cfg.task as object));
+    if (cfg.dataset.task !== 'coophe') for (const k of heOnly) issues.push({ key: `task.${k}`, message: `a CoopHE option; dataset.task is '${cfg.dataset.task}'` });
+  }
+
+  // Trainer section: sampling defaults from `model`, the run seed, then the trainer's own schema.
+  const rawSection = { ...((cfg as Record<string, unknown>)[section] as Record<string, unknown>) };
+  for (const key of ['temperature', 'top_p', 'top_k'] as const) {
+    if (!(key in rawSection) && model[key] !== undefined) rawSection[key] = model[key];
+  }
+  if (cfg.seed !== undefined) {
+    if ('seed' in rawSection && rawSection.seed !== cfg.seed) {
+      issues.push({ key: `${section}.seed`, message: `differs from the top-level seed (${show(rawSection.seed)} vs ${cfg.seed}); set one of them` });
+    }
+    rawSection.seed = cfg.seed;
+  }
+  const parsedSection = schemas[trainer].safeParse(rawSection, { reportInput: true });
+  let trainerConfig: Record<string, unknown> = {};
+  if (!parsedSection.success) {
+    issues.push(...zodIssues(parsedSection.error, section, (p) => (p === section ? Object.keys(objectShape(schemas[trainer])) : undefined)));
+  } else {
+    trainerConfig = parsedSection.data as Record<string, unknown>;
+  }
+  if (issues.length > 0) throw new ConfigError(issues, source);
+
+  const seed = typeof trainerConfig.seed === 'number' ? trainerConfig.seed : (cfg.seed ?? 0);
+  return {
+    trainer,
+    trainerConfig,
+    model,
+    dataset: cfg.dataset,
+    external,
+    rewardProcessor: cfg.reward_processor ?? rewardProcessorSchema.parse({}),
+    task: cfg.task ?? {},
+    output: cfg.output ?? outputSchema.parse({}),
+    seed,
+    backend: cfg.backend,
+  };
+}
+
+/** The keys of a (possibly refined or wrapped) zod object schema; empty when it is not an object. */
+function objectShape(schema: z.ZodType): Record<string, unknown> {
+  let s: unknown = schema;
+  for (let i = 0; i < 8 && s && typeof s === 'object'; i++) {
+    const obj = s as { shape?: Record<string, unknown>; _zod?: { def?: { innerType?: unknown; in?: unknown; schema?: unknown } } };
+    if (obj.shape && typeof obj.shape === 'object') return obj.shape;
+    const def = obj._zod?.def;
+    s = def?.innerType ?? def?.in ?? def?.schema;
+  }
+  return {};
+}
+
+/**
+ * The document a {@link RunConfig} came from, in file form (sections as in the YAML, trainer
+ * section under its canonical name with defaults filled): what the run directory stores and
+ * `--resume` reads back.
+ */
+export function runConfigToDocument(config: RunConfig): Record<string, unknown> {
+  const section = config.trainer === 'magrpo' ? 'magrpo' : config.trainer === 'collm-dc' ? 'collm_dc' : 'collm_cc';
+  const doc: Record<string, unknown> = {
+    model: config.model,
+    dataset: config.dataset,
+    [section]: config.trainerConfig,
+    external: config.external,
+    reward_processor: config.rewardProcessor,
+    task: config.task,
+    output: config.output,
+    seed: config.seed,
+  };
+  if (config.backend !== undefined) doc.backend = config.backend;
+  return JSON.parse(JSON.stringify(doc)) as Record<string, unknown>;
+}
+
+/**
+ * The part of a config that decides what a run computes: everything but `output` (where and how
+ * often it writes) and `backend`. Its hash is stored in checkpoints; resuming with a config whose
+ * identity differs is refused.
+ */
+export function runConfigIdentity(config: RunConfig): Record<string, unknown> {
+  const doc = runConfigToDocument(config);
+  delete doc.output;
+  delete doc.backend;
+  return doc;
+}

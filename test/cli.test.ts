@@ -1,0 +1,188 @@
+/**
+ * The `comlrl` CLI, in process: help and usage errors, config errors naming the key, tiny-model,
+ * and a real `train` from a YAML file on tiny checkpoints (run directory, metrics, plots,
+ * checkpoints loadable with loadCausalLM), then `eval` on what it trained.
+ */
+import { existsSync } from 'node:fs';
+import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { initBackend, setBackendLogger } from '../src/backend/init.js';
+import { verifyCheckpoint } from '../src/checkpoint/atomic.js';
+import { readMetrics } from '../src/logging/metrics.js';
+import { loadCausalLM } from '../src/model/load.js';
+import { loadTokenizer } from '../src/tokenizer/load.js';
+import { cli, tempDir, tinyModels, toyConfigYaml } from './cli-helpers.js';
+
+let root: string;
+let cleanup: () => Promise<void>;
+let agents: string[];
+
+beforeAll(async () => {
+  setBackendLogger(null);
+  await initBackend('wasm');
+  ({ dir: root, cleanup } = await tempDir('cli'));
+  agents = await tinyModels(root, ['a0', 'a1']);
+});
+afterAll(async () => cleanup());
+
+describe('help and usage', () => {
+  test('top-level and per-command help', async () => {
+    const top = await cli(['--help']);
+    expect(top.code).toBe(0);
+    for (const c of ['train', 'eval', 'demo', 'tiny-model']) expect(top.out).toContain(c);
+    for (const c of ['train', 'eval', 'demo', 'tiny-model']) {
+      const r = await cli([c, '--help']);
+      expect(r.code, c).toBe(0);
+      expect(r.out, c).toMatch(new RegExp(`^usage: comlrl ${c}`));
+    }
+    expect((await cli([])).code).toBe(2);
+  });
+
+  test('usage errors name the problem and exit 2', async () => {
+    const none = await cli(['train']);
+    expect(none.code).toBe(2);
+    expect(none.err).toMatch(/--config FILE is required/);
+    expect(none.err).toMatch(/usage: comlrl train/);
+    const unknown = await cli(['train', '--confg', 'x.yaml']);
+    expect(unknown.code).toBe(2);
+    expect(unknown.err).toMatch(/unknown option --confg/);
+    const missingValue = await cli(['tiny-model', '--arch']);
+    expect(missingValue.err).toMatch(/--arch needs a value/);
+    const badArch = await cli(['tiny-model', '--arch', 'gpt2', '--out', join(root, 'x')]);
+    expect(badArch.code).toBe(2);
+    expect(badArch.err).toMatch(/--arch must be qwen3, qwen2 or llama/);
+    const cmd = await cli(['trian']);
+    expect(cmd.code).toBe(2);
+    expect(cmd.err).toMatch(/unknown command 'trian'/);
+    const demo = await cli(['demo', '--trainer', 'ppo']);
+    expect(demo.err).toMatch(/--trainer must be one of magrpo, collm-dc, collm-cc/);
+  });
+});
+
+describe('config errors name the key', () => {
+  test('unknown keys, bad values and bad overrides', async () => {
+    const file = join(root, 'bad.yaml');
+    const good = toyConfigYaml({ agents, out: join(root, 'never') });
+    await writeFile(file, good.replace('model:\n', 'model:\n  temprature: 0.5\n'));
+    const unknown = await cli(['train', '--config', file]);
+    expect(unknown.code).toBe(1);
+    expect(unknown.err).toMatch(/model\.temprature: unknown key \(allowed here: agent_model, agents/);
+
+    await writeFile(file, good);
+    const bad = await cli(['train', '--config', file, '--set', 'magrpo.num_generations=1', '--set', 'dataset.task=chess']);
+    expect(bad.code).toBe(1);
+    expect(bad.err).toMatch(/dataset\.task: dataset\.task must be one of/);
+    const badTrainer = await cli(['train', '--config', file, '--set', 'magrpo.num_generations=1']);
+    expect(badTrainer.err).toMatch(/magrpo\.num_generations: num_generations must be an integer >= 2 \(got 1\)/);
+    const typo = await cli(['train', '--config', file, '--set', 'magrpo.num_generation=4']);
+    expect(typo.err).toMatch(/magrpo\.num_generation: unknown key/);
+    const two = await cli(['train', '--config', file, '--set', 'collm_cc.num_turns=1']);
+    expect(two.err).toMatch(/exactly one trainer section is allowed/);
+    const notSection = await cli(['train', '--config', file, '--set', 'seed.x=1']);
+    expect(notSection.err).toMatch(/seed: is 3, not a section/);
+    expect(existsSync(join(root, 'never'))).toBe(false);
+  });
+});
+
+test('tiny-model writes a checkpoint loadCausalLM reads', async () => {
+  const out = join(root, 'tiny-llama');
+  const r = await cli(['tiny-model', '--arch', 'llama', '--out', out, '--seed', '4', '--hidden', '32', '--layers', '1']);
+  expect(r.code).toBe(0);
+  const m = await loadCausalLM(out);
+  expect(m.architecture).toBe('llama');
+  expect(m.hiddenSize).toBe(32);
+  m.dispose();
+  const again = await cli(['tiny-model', '--arch', 'llama', '--out', out]);
+  expect(again.code).toBe(2);
+  expect(again.err).toMatch(/is not empty/);
+});
+
+describe('train from a YAML file, then eval', () => {
+  let runDir: string;
+  let trainRun: Awaited<ReturnType<typeof cli>>;
+
+  beforeAll(async () => {
+    runDir = join(root, 'run');
+    const file = join(root, 'train.yaml');
+    await writeFile(file, toyConfigYaml({ agents, out: runDir }));
+    trainRun = await cli(['train', '--config', file]);
+  });
+
+  test('exits 0 and prints a summary with the run directory', () => {
+    expect(trainRun.code, trainRun.err).toBe(0);
+    expect(trainRun.err).toMatch(/training magrpo on toy-coord: 6 steps \(2 epochs × 3 items\) · backend \w+ · seed 3 · config [0-9a-f]{16}/);
+    expect(trainRun.err).toMatch(/done: 6\/6 steps/);
+    expect(trainRun.err).toMatch(/eval episode reward: before .* → after/);
+    expect(trainRun.err).toContain('run directory');
+    // The progress bar printed its plain lines (not a terminal).
+    expect(trainRun.err).toMatch(/6\/6 100%/);
+  });
+
+  test('metrics.jsonl: run info, CoMLRL train and eval names, perf extras', () => {
+    const rows = readMetrics(join(runDir, 'metrics.jsonl'));
+    expect(rows[0]).toMatchObject({ step: 0, 'run/seed': 3, 'run/trainer': 'magrpo', 'run/task': 'toy-coord' });
+    expect(typeof rows[0]['run/backend']).toBe('string');
+    expect(rows[0]['run/config_hash']).toMatch(/^[0-9a-f]{16}$/);
+    const train = rows.filter((r) => 'turn_1/reward_mean' in r);
+    expect(train).toHaveLength(6);
+    for (const key of ['turn_1/expected_return', 'agent_0/tokens_generated', 'perf/tokens_per_s', 'perf/peak_rss_mb', 'perf/tensor_mb']) expect(train[5], key).toHaveProperty(key);
+    expect(train.some((r) => typeof r['agent_0/loss'] === 'number')).toBe(true);
+    expect(rows.some((r) => 'eval/turn_1/mean_reward' in r)).toBe(true);
+    expect(rows.some((r) => 'turn_1/epoch_reward_mean' in r)).toBe(true);
+    expect(rows.some((r) => r.final_model_saved === 1)).toBe(true);
+    // The x-axis is env_step (2 joint actions per item).
+    expect(train.map((r) => r.step)).toEqual([2, 4, 6, 8, 10, 12]);
+  });
+
+  test('plots, config, eval.json', async () => {
+    for (const f of ['rewards.png', 'rewards.svg', 'losses.png', 'losses.svg']) {
+      const bytes = await readFile(join(runDir, f));
+      expect(bytes.length, f).toBeGreaterThan(1000);
+      if (f.endsWith('.png')) expect(bytes.subarray(1, 4).toString('latin1')).toBe('PNG');
+    }
+    const cfg = await readFile(join(runDir, 'config.yaml'), 'utf8');
+    expect(cfg).toMatch(/num_generations: 2/);
+    const evals = JSON.parse(await readFile(join(runDir, 'eval.json'), 'utf8')) as { before: { episodeReward: number }; after: { episodeReward: number } };
+    expect(Number.isFinite(evals.before.episodeReward)).toBe(true);
+    expect(Number.isFinite(evals.after.episodeReward)).toBe(true);
+  });
+
+  test('checkpoints every save_steps verify and load with loadCausalLM; final/ too', async () => {
+    const ckpts = (await readdir(join(runDir, 'checkpoints'))).sort();
+    expect(ckpts).toEqual(['step-000002', 'step-000004', 'step-000006']);
+    for (const c of ckpts) {
+      const dir = join(runDir, 'checkpoints', c);
+      const manifest = await verifyCheckpoint(dir);
+      expect(manifest.step).toBe(Number(c.slice(5)));
+      for (const f of ['trainer_state.json', 'optimizer.safetensors', 'run_state.json', 'config.json']) expect(existsSync(join(dir, f)), f).toBe(true);
+    }
+    for (const dir of [join(runDir, 'checkpoints', 'step-000004', 'agent_1'), join(runDir, 'final', 'agent_0')]) {
+      const m = await loadCausalLM(dir);
+      const t = await loadTokenizer(dir);
+      expect(m.vocabSize).toBeGreaterThanOrEqual(t.vocabSize);
+      m.dispose();
+    }
+  });
+
+  test('a second train into the same directory is refused', async () => {
+    const again = await cli(['train', '--config', join(runDir, 'config.yaml')]);
+    expect(again.code).toBe(1);
+    expect(again.err).toMatch(/already holds a run; continue it with --resume/);
+  });
+
+  test('eval: the toy metrics for the trained agents and for the base models', async () => {
+    const out = join(root, 'eval.json');
+    const trained = await cli(['eval', '--config', join(runDir, 'config.yaml'), '--checkpoint', runDir, '--samples', '2', '--out', out]);
+    expect(trained.code, trained.err).toBe(0);
+    expect(trained.out).toMatch(/toy\/reward_mean\s+[\d.e-]+/);
+    expect(trained.out).toMatch(/toy\/success_rate/);
+    const report = JSON.parse(await readFile(out, 'utf8')) as { models: string; metrics: Record<string, number> };
+    expect(report.models).toBe(join(runDir, 'final'));
+    expect(report.metrics.eval_items).toBe(4);
+    expect(report.metrics.samples_per_item).toBe(2);
+    const base = await cli(['eval', '--config', join(runDir, 'config.yaml'), '--greedy', '--limit', '2']);
+    expect(base.code, base.err).toBe(0);
+    expect(base.err).toMatch(/2 eval items × 1 sample\(s\).*base models/);
+  });
+});
