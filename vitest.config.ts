@@ -8,5 +8,8 @@ export default defineConfig({
     // tfjs backends are process-global; forks keep each file's backend state isolated.
     pool: 'forks',
     maxWorkers: 2,
+    // The JSON report gives .ci/run its "N passed, N failed" line.
+    reporters: ['default', 'json'],
+    outputFile: { json: '.ci/out/vitest.json' },
   },
 });

@@ -27,7 +27,7 @@ export interface CommandContext {
 const COMMANDS: Record<string, { run: (argv: readonly string[], ctx: CommandContext) => Promise<number>; usage: string; summary: string }> = {
   train: { run: trainCommand, usage: TRAIN_USAGE, summary: 'train agents from a YAML/JSON config (resume with --resume)' },
   eval: { run: evalCommand, usage: EVAL_USAGE, summary: "compute a task's paper metric for base models or a trained checkpoint" },
-  demo: { run: demoCommand, usage: DEMO_USAGE, summary: 'train two tiny agents on a toy collaboration task, end to end (about a minute)' },
+  demo: { run: demoCommand, usage: DEMO_USAGE, summary: 'train two tiny agents on a toy collaboration task, end to end (10–30 s on a laptop CPU)' },
   'tiny-model': { run: tinyModelCommand, usage: TINY_MODEL_USAGE, summary: 'write a tiny random Hugging Face checkpoint (qwen3, qwen2, llama)' },
 };
 

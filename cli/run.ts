@@ -377,7 +377,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       'run/step': step,
       'run/resumed': resume ? 1 : 0,
     });
-    log(`[comlrl] ${resume ? `resuming ${path.relative(process.cwd(), resume.checkpoint) || resume.checkpoint} at step ${step}/${totalSteps}` : `training ${config.trainer} on ${config.dataset.task}: ${totalSteps} steps (${trainer.epochs} epochs × ${trainer.itemsPerEpoch} items)`} · backend ${backend} · seed ${config.seed} · config ${hash}`);
+    log(`[comlrl] ${resume ? `resuming ${displayPath(resume.checkpoint)} at step ${step}/${totalSteps}` : `training ${config.trainer} on ${config.dataset.task}: ${totalSteps} steps (${trainer.epochs} epochs × ${trainer.itemsPerEpoch} items)`} · backend ${backend} · seed ${config.seed} · config ${hash}`);
     log(`[comlrl] run directory: ${runDir}`);
 
     const evalPath = path.join(runDir, RUN_FILES.eval);
@@ -399,6 +399,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
     const checkpoints: string[] = [];
     const ckptRoot = path.join(runDir, RUN_FILES.checkpoints);
     let lastCheckpointStep = resume ? step : -1;
+    let lastPlot = -Infinity;
     const writeCheckpoint = async (): Promise<void> => {
       const dir = path.join(ckptRoot, checkpointName(step));
       const elapsed = elapsedBefore + (performance.now() - t0) / 1000;
@@ -420,7 +421,11 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       if (limit !== null) {
         for (const old of (await listCheckpoints(ckptRoot)).slice(limit)) await fs.rm(old, { recursive: true, force: true });
       }
-      if (config.output.plots && logger) await writePlots(runDir, logger.rows(), { title: `${config.dataset.task} · ${config.trainer}`, rewardPattern: REWARD_PLOT_PATTERN }).catch(() => []);
+      // Plots refreshed with checkpoints (at most once a minute: rendering grows with the log).
+      if (config.output.plots && logger && performance.now() - lastPlot > 60_000) {
+        lastPlot = performance.now();
+        await writePlots(runDir, logger.rows(), { title: `${config.dataset.task} · ${config.trainer}`, rewardPattern: REWARD_PLOT_PATTERN }).catch(() => []);
+      }
     };
 
     // ---- train ----
@@ -490,9 +495,15 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
   }
 }
 
+/** A path for messages: relative to the working directory when inside it, else absolute. */
+export function displayPath(p: string): string {
+  const rel = path.relative(process.cwd(), p);
+  return rel === '' ? '.' : rel.startsWith('..') || path.isAbsolute(rel) ? p : rel;
+}
+
 /** The console summary of a finished (or stopped) run. */
 export function summaryLines(r: RunResult, metricsRows: number): string[] {
-  const rel = (p: string) => path.relative(process.cwd(), p) || p;
+  const rel = displayPath;
   const lines = [
     r.completed
       ? `[comlrl] done: ${r.step}/${r.totalSteps} steps in ${formatDuration(r.seconds)} · ${formatNumber(r.tokensPerSecond)} tokens/s · peak RSS ${formatBytes(r.peakRssBytes)}`

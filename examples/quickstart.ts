@@ -11,7 +11,7 @@
  *   import { ToyCoordEnv, toyTrainTasks, toyTasks, toyWords } from 'comlrl/envs';
  *
  * Environment variables: COMLRL_AGENT_MODELS (comma-separated model directories, one per agent),
- * COMLRL_QUICKSTART_EPOCHS (default 10), COMLRL_QUICKSTART_OUT (default runs/quickstart),
+ * COMLRL_QUICKSTART_EPOCHS (default 20), COMLRL_QUICKSTART_OUT (default runs/quickstart),
  * COMLRL_BACKEND (wasm, cpu, tensorflow, ...).
  */
 import { mkdtemp } from 'node:fs/promises';
@@ -89,7 +89,7 @@ export async function quickstart(options: QuickstartOptions = {}): Promise<Quick
       top_p: 1,
       top_k: null,
       agent_learning_rate: 3e-3,
-      num_train_epochs: options.epochs ?? Number(process.env.COMLRL_QUICKSTART_EPOCHS ?? 10),
+      num_train_epochs: options.epochs ?? Number(process.env.COMLRL_QUICKSTART_EPOCHS ?? 20),
       eval_interval: 16,
       eval_num_samples: 16,
       eval_batch_size: 16,

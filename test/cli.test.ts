@@ -186,3 +186,22 @@ describe('train from a YAML file, then eval', () => {
     expect(base.err).toMatch(/2 eval items × 1 sample\(s\).*base models/);
   });
 });
+
+test('demo: a short run end to end with cached tiny checkpoints, reporting the margin', async () => {
+  const cache = join(root, 'cache');
+  const out = join(root, 'demo-run');
+  const r = await cli(['demo', '--steps', '4', '--seed', '1', '--out', out, '--cache', cache]);
+  expect(r.code, r.err).toBe(0);
+  expect(r.out).toMatch(/demo: evaluated reward [\d.e-]+ → [\d.e-]+ \(margin [+-][\d.e-]+; 1 = the agents always agree/);
+  expect(r.out).toContain('demo: run directory');
+  for (const f of ['config.yaml', 'metrics.jsonl', 'rewards.png', 'losses.png', 'final/agent_1/model.safetensors', 'checkpoints/step-000002/manifest.json']) {
+    expect(existsSync(join(out, f)), f).toBe(true);
+  }
+  // The checkpoints are cached: a second demo reuses them (same files, untouched).
+  const marker = join(cache, 'demo', 'agent-a', 'comlrl-demo.json');
+  const before = await readFile(marker, 'utf8');
+  const again = await cli(['demo', '--trainer', 'collm-cc', '--steps', '2', '--out', join(root, 'demo-cc'), '--cache', cache]);
+  expect(again.code, again.err).toBe(0);
+  expect(await readFile(marker, 'utf8')).toBe(before);
+  expect(existsSync(join(cache, 'demo', 'critic-a', 'model.safetensors'))).toBe(true);
+});

@@ -1,9 +1,14 @@
 /**
- * Learning on the multi-turn sparse-reward toy task (2 turns; reward 0 after turn 1, the mean of
- * both turns' scores after turn 2): with fixed seeds CoLLM-CC raises the mean sampled eval reward
- * by the margin asserted below. CoLLM-DC and MAGRPO get the same sample budget (completions
- * generated per agent) and are reported beside it; only CC's learning and that all three run are
- * asserted.
+ * Learning on the multi-turn sparse-reward toy task (2 turns; the reward is 0 after turn 1 and the
+ * mean of both turns' scores after turn 2): with fixed seeds CoLLM-CC raises the mean sampled eval
+ * reward by the margin asserted below. CoLLM-DC and MAGRPO get the same sample budget (completions
+ * generated per agent) and are reported beside it; the test asserts only CC's learning and that
+ * all three run.
+ *
+ * Measured on wasm (this seed): CC 0.02 → about 0.18 (mean of the last three evals); on agent seeds
+ * 0/10/20/30 the same config ends 0.11–0.16 above its start, so the asserted margin is 0.10. With
+ * one sample per agent per turn the tiny actors tend to settle on a cue-independent answer
+ * (expected final reward 0.125); the group baseline of MAGRPO avoids that only with more samples.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
@@ -16,11 +21,7 @@ import { MAGRPOTrainer } from '../trainers/magrpo.js';
 import { tinyCritic } from './collm-helpers.js';
 import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
 
-const E = Number(process.env.E ?? 40);
-const LR = Number(process.env.LR ?? 5e-3);
-const CLR = Number(process.env.CLR ?? 3e-2);
-const ONLY = process.env.ONLY ?? 'cc,dc,mg';
-const AS = Number(process.env.AS ?? 10);
+const EPOCHS = 40;
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -39,15 +40,15 @@ afterAll(async () => {
 /** Fresh copies of the same two actors for each method (same seeds, same start). */
 async function freshAgents(tag: string): Promise<Agent[]> {
   const agents = await tinyAgents(dir, [
-    { name: `${tag}-a0`, arch: 'qwen3', seed: AS + 1, words: [...toyWords], hiddenSize: 32, numLayers: 1 },
-    { name: `${tag}-a1`, arch: 'qwen3', seed: AS + 2, words: [...toyWords], hiddenSize: 32, numLayers: 1 },
+    { name: `${tag}-a0`, arch: 'qwen3', seed: 1, words: [...toyWords], hiddenSize: 32, numLayers: 1 },
+    { name: `${tag}-a1`, arch: 'qwen3', seed: 2, words: [...toyWords], hiddenSize: 32, numLayers: 1 },
   ]);
   disposers.push(() => disposeAgents(agents));
   return agents;
 }
 
 async function critic(tag: string, seed: number): Promise<CriticLM> {
-  const c = await tinyCritic(dir, tag, seed, toyWords, { hiddenSize: Number(process.env.CH ?? 32) });
+  const c = await tinyCritic(dir, tag, seed, toyWords);
   disposers.push(() => c.model.dispose());
   return c;
 }
@@ -58,99 +59,101 @@ const shared = {
   temperature: 1,
   top_p: 1,
   top_k: null,
-  early_termination_threshold: null, // rewards are 0 before the last turn; -0.2 would stop every episode at turn 1
+  early_termination_threshold: null, // rewards are 0 before the last turn: -0.2 would end every episode at turn 1
+  discount: 0.9,
+  agent_learning_rate: 5e-3,
   eval_interval: 16, // before each epoch's first item
   eval_num_samples: 16,
   eval_batch_size: 16,
-  logging_steps: process.env.DBG ? 1 : 1_000_000,
+  logging_steps: 1_000_000,
   seed: 0,
 } as const;
 
 const acConfig = {
   ...shared,
-  num_train_epochs: E,
-  agent_learning_rate: LR,
-  critic_learning_rate: CLR,
+  num_train_epochs: EPOCHS,
+  critic_learning_rate: 1e-2,
   rollout_buffer_size: 32, // 16 episodes: every cue 4 times
-  update_epochs: 4,
-  discount: Number(process.env.GAMMA ?? 0.9),
-  advantage_normalization: process.env.NN ? false : true,
-  use_importance_ratio: process.env.NR ? false : true,
+  update_epochs: 2,
 } as const;
 
-function recorder(curve: number[]) {
+function evalCurve(curve: number[], key: string) {
   return {
     log: (_step: number, m: Record<string, number>) => {
-      const r = m['eval/final_reward_mean'] ?? m['eval/turn_2/mean_reward'];
-      if (r !== undefined) curve.push(r);
-      if (process.env.DBG && m['turn_1/explained_variance'] !== undefined) dbg.push(`${(m['turn_1/explained_variance'] ?? NaN).toFixed(2)}/${(m['turn_2/explained_variance'] ?? NaN).toFixed(2)} r=${m['turn_2/reward_mean'].toFixed(2)} v=${m['turn_2/value_pred_mean'].toFixed(2)}`);
+      if (m[key] !== undefined) curve.push(m[key]);
     },
   };
 }
 
-const dbg: string[] = [];
-const fmt = (xs: number[]) => xs.map((x) => x.toFixed(2)).join(' ');
+const fmt = (xs: readonly number[]) => xs.map((x) => x.toFixed(2)).join(' ');
+const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 test('CoLLM-CC learns the 2-turn sparse toy task; CoLLM-DC and MAGRPO reported at the same sample budget', async () => {
   const env = new ToyCoordEnv({ numTurns: 2 });
   const evalTasks = toyTasks(16, 'eval');
-  const budget = E * toyTrainTasks.length * 2; // completions per agent for the actor-critic runs
+  const budget = EPOCHS * toyTrainTasks.length * 2; // completions per agent: one per turn per episode
   const lines: string[] = [];
 
-  let cc: number[] = [];
-  if (ONLY.includes('cc')) {
-    const t0 = performance.now();
-    const trainer = new CoLLMCCTrainer({ agents: await freshAgents('cc'), critic: await critic('cc-critic', 5), env, trainTasks: toyTrainTasks, evalTasks, config: acConfig, logger: recorder(cc) });
-    await trainer.train();
-    cc.push((await trainer.evaluate()).metrics['eval/final_reward_mean']);
-    trainer.dispose();
-    lines.push(`CoLLM-CC  (${budget} completions/agent): ${fmt(cc)}  [${((performance.now() - t0) / 1000).toFixed(1)} s]`);
-  }
+  // CoLLM-CC. The sparse task pays at the last turn: eval/final_reward_mean is the episode score.
+  const cc: number[] = [];
+  let t0 = performance.now();
+  const ccTrainer = new CoLLMCCTrainer({
+    agents: await freshAgents('cc'),
+    critic: await critic('cc-critic', 5),
+    env,
+    trainTasks: toyTrainTasks,
+    evalTasks,
+    config: acConfig,
+    logger: evalCurve(cc, 'eval/final_reward_mean'),
+  });
+  await ccTrainer.train();
+  await ccTrainer.evaluate();
+  ccTrainer.dispose();
+  lines.push(`CoLLM-CC (${budget} completions/agent): ${fmt(cc)}  [${((performance.now() - t0) / 1000).toFixed(1)} s]`);
 
+  // CoLLM-DC, same budget and settings, one critic per agent.
   const dc: number[] = [];
-  if (ONLY.includes('dc')) {
-    const t0 = performance.now();
-    const trainer = new CoLLMDCTrainer({
-      agents: await freshAgents('dc'),
-      critics: [await critic('dc-critic0', 5), await critic('dc-critic1', 6)],
-      env,
-      trainTasks: toyTrainTasks,
-      evalTasks,
-      config: acConfig,
-      logger: recorder(dc),
-    });
-    await trainer.train();
-    dc.push((await trainer.evaluate()).metrics['eval/final_reward_mean']);
-    trainer.dispose();
-    lines.push(`CoLLM-DC  (${budget} completions/agent): ${fmt(dc)}  [${((performance.now() - t0) / 1000).toFixed(1)} s]`);
-  }
+  t0 = performance.now();
+  const dcTrainer = new CoLLMDCTrainer({
+    agents: await freshAgents('dc'),
+    critics: [await critic('dc-critic0', 5), await critic('dc-critic1', 6)],
+    env,
+    trainTasks: toyTrainTasks,
+    evalTasks,
+    config: acConfig,
+    logger: evalCurve(dc, 'eval/final_reward_mean'),
+  });
+  await dcTrainer.train();
+  await dcTrainer.evaluate();
+  dcTrainer.dispose();
+  lines.push(`CoLLM-DC (${budget} completions/agent): ${fmt(dc)}  [${((performance.now() - t0) / 1000).toFixed(1)} s]`);
 
+  // MAGRPO with K = 2: a 2-turn tree costs K·(K^H − 1)/(K − 1) = 6 completions per agent per task.
   const mg: number[] = [];
-  if (ONLY.includes('mg')) {
-    // K = 2, H = 2: K·(K^H − 1)/(K − 1) = 6 completions per agent per task.
-    const tasks = Math.round(budget / 6);
-    const t0 = performance.now();
-    const trainer = new MAGRPOTrainer({
-      agents: await freshAgents('mg'),
-      env,
-      trainTasks: toyTrainTasks,
-      evalTasks,
-      config: { ...shared, num_generations: 2, num_train_epochs: Math.ceil(tasks / toyTrainTasks.length), agent_learning_rate: LR, discount: 0.9, rollout_buffer_size: 8 },
-      logger: recorder(mg),
-    });
-    await trainer.train({ maxItems: tasks });
-    mg.push((await trainer.evaluate()).metrics['eval/turn_2/mean_reward']);
-    trainer.dispose();
-    lines.push(`MAGRPO    (${tasks * 6} completions/agent): ${fmt(mg)}  [${((performance.now() - t0) / 1000).toFixed(1)} s]`);
-  }
-  if (process.env.DBG) console.log(dbg.filter((_, i) => i % 3 === 0).join('\n'));
-  console.log(`toy 2-turn sparse, eval mean final reward per epoch (random policy ${toyRandomBaseline.toFixed(3)}):\n${lines.join('\n')}`);
+  const tasks = Math.round(budget / 6);
+  t0 = performance.now();
+  const mgTrainer = new MAGRPOTrainer({
+    agents: await freshAgents('mg'),
+    env,
+    trainTasks: toyTrainTasks,
+    evalTasks,
+    config: { ...shared, num_generations: 2, num_train_epochs: Math.ceil(tasks / toyTrainTasks.length), rollout_buffer_size: 8 },
+    logger: evalCurve(mg, 'eval/turn_2/mean_reward'),
+  });
+  await mgTrainer.train({ maxItems: tasks });
+  await mgTrainer.evaluate();
+  mgTrainer.dispose();
+  lines.push(`MAGRPO   (${tasks * 6} completions/agent): ${fmt(mg)}  [${((performance.now() - t0) / 1000).toFixed(1)} s]`);
 
-  if (cc.length > 0) {
-    const start = cc[0];
-    const end = Math.max(...cc.slice(-3));
-    expect(start).toBeLessThan(0.1);
-    expect(end - start).toBeGreaterThanOrEqual(0.15);
+  console.log(`toy 2-turn sparse task, mean eval final reward per epoch (uniform random policy: ${toyRandomBaseline.toFixed(3)}):\n${lines.join('\n')}`);
+
+  const start = cc[0];
+  const end = mean(cc.slice(-3));
+  expect(start).toBeLessThan(0.05);
+  expect(end - start).toBeGreaterThanOrEqual(0.1);
+  expect(end).toBeGreaterThan(toyRandomBaseline + 0.05);
+  for (const curve of [dc, mg]) {
+    expect(curve.length).toBeGreaterThan(1);
+    expect(curve.every(Number.isFinite)).toBe(true);
   }
-  for (const curve of [dc, mg]) if (ONLY.length > 0) expect(curve.every(Number.isFinite)).toBe(true);
 });

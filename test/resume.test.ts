@@ -1,7 +1,7 @@
 /**
  * Checkpoints and resume through `comlrl train`: a seeded run stopped part-way and resumed ends
  * with exactly the weights (and critic, and optimizer-driven updates) of a run that was never
- * stopped, for MAGRPO and CoLLM-CC; damaged or incompatible checkpoints are refused with a message
+ * stopped, for MAGRPO, CoLLM-CC and CoLLM-DC (shared heads); damaged or incompatible checkpoints are refused with a message
  * naming the problem, and the run directory is left exactly as it was.
  */
 import { cp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
@@ -62,6 +62,12 @@ describe.each([
     // Multi-turn sparse toy task, 2 turns per episode, buffer of 3 transitions: pending transitions at the stop.
     yaml: (out: string) => toyConfigYaml({ agents, critics: critic, trainer: 'collm_cc', out, trainItems: 5, section: { update_epochs: 2 } }),
     files: ['agent_0/model.safetensors', 'agent_1/model.safetensors', 'critic/model.safetensors', 'critic/value_head.safetensors'],
+  },
+  {
+    name: 'collm-dc',
+    // The parameter-sharing variant: value heads on the actors' backbones (saved beside each agent).
+    yaml: (out: string) => toyConfigYaml({ agents, trainer: 'collm_dc', out, trainItems: 5, section: { use_separate_critic: false } }),
+    files: ['agent_0/model.safetensors', 'agent_1/model.safetensors', 'agent_0/value_head.safetensors', 'agent_1/value_head.safetensors'],
   },
 ])('$name: interrupted and resumed equals uninterrupted', ({ name, yaml, files }) => {
   let straight: string;

@@ -355,7 +355,14 @@ export class CoLLMCCTrainer<T, S> {
 
   /** Drains the buffer and updates every actor, then the critic once per joint minibatch. */
   async update(): Promise<MetricRecord> {
-    const transitions = this.buffer.drain();
+    return this.updateFrom(this.buffer.drain());
+  }
+
+  /**
+   * One update (step 3) on the given transitions instead of the buffer's, e.g. transitions from
+   * {@link CoLLMCCTrainer.rollout}. Their behaviour log-probs must come from these actors.
+   */
+  async updateFrom(transitions: readonly JointTransition[]): Promise<MetricRecord> {
     if (transitions.length === 0) return {};
     const { agents, config } = this;
     const metrics = new FlushMetrics(config.use_importance_ratio ? config.ratio_clip_range : null);

@@ -17,7 +17,7 @@ import { formatNumber, formatDuration } from '../../src/logging/format.js';
 import { createTinyModel } from '../../src/model/tiny.js';
 import { formatUsage, intOpt, parseArgs, stringOpt, UsageError, type OptionSpec } from '../args.js';
 import type { CommandContext } from '../main.js';
-import { runTraining, type RunResult } from '../run.js';
+import { displayPath, runTraining, type RunResult } from '../run.js';
 import { TRAINER_CONFIG_SCHEMAS } from '../schemas.js';
 
 const OPTIONS: readonly OptionSpec[] = [
@@ -35,7 +35,7 @@ export const DEMO_USAGE = formatUsage(
     'Trains two tiny agents to agree on an answer in a toy collaboration game, end to end: tiny',
     'Hugging Face checkpoints (made once and cached), the real trainer, environment and reward,',
     'a progress bar, evaluation before and after, and a run directory with config.yaml,',
-    'metrics.jsonl, plots, a checkpoint and the final models. Needs nothing but `npm install`.',
+    'metrics.jsonl, plots, checkpoints and the final models. Needs nothing but `npm install`.',
   ].join('\n'),
   OPTIONS,
 );
@@ -44,7 +44,7 @@ export const DEMO_USAGE = formatUsage(
 const DEMO_TRAINERS: Record<TrainerName, { section: string; steps: number; config: Record<string, unknown> }> = {
   magrpo: {
     section: 'magrpo',
-    steps: 160,
+    steps: 320,
     config: {
       num_turns: 1,
       num_generations: 8,
@@ -56,7 +56,7 @@ const DEMO_TRAINERS: Record<TrainerName, { section: string; steps: number; confi
   },
   'collm-dc': {
     section: 'collm_dc',
-    steps: 160,
+    steps: 320,
     config: {
       num_turns: 1,
       num_generations: 8,
@@ -69,7 +69,7 @@ const DEMO_TRAINERS: Record<TrainerName, { section: string; steps: number; confi
   },
   'collm-cc': {
     section: 'collm_cc',
-    steps: 160,
+    steps: 320,
     config: {
       num_turns: 1,
       num_generations: 8,
@@ -172,7 +172,7 @@ export async function demoCommand(argv: readonly string[], ctx: CommandContext):
 
 /** The demo's closing lines on stdout: the margin and where everything is. */
 export function demoReport(r: RunResult, seconds: number): string {
-  const rel = path.relative(process.cwd(), r.runDir) || r.runDir;
+  const rel = displayPath(r.runDir);
   const lines: string[] = [];
   if (r.before && r.after) {
     const margin = r.after.episodeReward - r.before.episodeReward;

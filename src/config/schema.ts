@@ -88,6 +88,11 @@ const externalSchema = z.strictObject({
   lim: int('external.lim', 1).optional(),
   /** Asserts shown in CoopHE feedback: N > 0 first N, N < 0 last |N|, 0 or 'all' every one. */
   sandbox_slice: z.union([z.number().int(), z.literal('all'), z.null()], { error: "external.sandbox_slice must be an integer, 'all' or null" }).optional(),
+  /**
+   * CoopHE: follow-ups used verbatim (true, the fork scripts) or wrapped in the turn-1 template
+   * (false, the newest upstream configs). Default: the environment's (true).
+   */
+  external_prompt_passthrough: bool('external.external_prompt_passthrough').optional(),
 });
 
 const rewardProcessorSchema = z.strictObject({
@@ -119,6 +124,8 @@ const taskOptionsSchema = z.strictObject({
   python: z.string({ error: 'task.python must be a command or path' }).min(1).optional(),
   /** Concurrent test subprocesses. */
   pool_size: int('task.pool_size', 1).optional(),
+  /** Which reference CoopHE reward: `upstream` (math pre-injected, default) or `fork`. */
+  variant: z.enum(['upstream', 'fork'], { error: "task.variant must be 'upstream' or 'fork'" }).optional(),
 });
 
 const outputSchema = z.strictObject({
@@ -317,10 +324,22 @@ export function parseRunConfig(raw: unknown, schemas: RunConfigSchemas, source?:
       });
     }
   }
+  const externalOwner: Record<string, TaskName> = {
+    sandbox_slice: 'coophe',
+    external_prompt_passthrough: 'coophe',
+    original_prompt: 'housebuild',
+    previous_response: 'housebuild',
+    lim: 'housebuild',
+  };
+  for (const [k, owner] of Object.entries(externalOwner)) {
+    if ((external as Record<string, unknown>)[k] !== undefined && cfg.dataset.task !== owner) {
+      issues.push({ key: `external.${k}`, message: `a ${owner === 'coophe' ? 'CoopHE' : 'HouseBuild'} option; dataset.task is '${cfg.dataset.task}'` });
+    }
+  }
   if (cfg.dataset.task !== 'housebuild' && cfg.task !== undefined) {
     const houseOnly = ['block_agent1', 'block_agent2', 'max_commands', 'limited_resource', 'player', 'spider', 'rpg_seed'].filter((k) => k in (cfg.task as object));
     for (const k of houseOnly) issues.push({ key: `task.${k}`, message: `a HouseBuild option; dataset.task is '${cfg.dataset.task}'` });
-    const heOnly = ['python', 'pool_size'].filter((k) => k in (cfg.task as object));
+    const heOnly = ['python', 'pool_size', 'variant'].filter((k) => k in (cfg.task as object));
     if (cfg.dataset.task !== 'coophe') for (const k of heOnly) issues.push({ key: `task.${k}`, message: `a CoopHE option; dataset.task is '${cfg.dataset.task}'` });
   }
 

@@ -53,7 +53,15 @@ export type CriticHeadFactory = (inputSize: number, spec: CriticHeadSpec, rng: R
 export function normalVariable(rows: number, cols: number, rng: Rng, name: string, std = HEAD_INIT_STD): tf.Variable {
   const data = new Float32Array(rows * cols);
   for (let i = 0; i < data.length; i++) data[i] = rng.normal() * std;
-  return tf.variable(tf.tensor2d(data, [rows, cols]), true, name);
+  return ownedVariable(tf.tensor2d(data, [rows, cols]), name);
+}
+
+// tf.variable shares the initial tensor's data but leaves that tensor alive; free it here so that
+// disposing the variable frees everything.
+function ownedVariable(init: tf.Tensor, name: string): tf.Variable {
+  const v = tf.variable(init, true, name);
+  init.dispose();
+  return v;
 }
 
 let headCounter = 0;
@@ -63,7 +71,7 @@ function uniqueName(base: string): string {
 }
 
 function zerosVariable(n: number, name: string): tf.Variable {
-  return tf.variable(tf.zeros([n]), true, name);
+  return ownedVariable(tf.zeros([n]), name);
 }
 
 function assertWidth(kind: string, expected: number, h: tf.Tensor): void {

@@ -16,13 +16,6 @@ export interface GenerationModel {
 /** `cache`: one position per new token (KV cache); `recompute`: the whole sequence each step. */
 export type GenerationMode = 'cache' | 'recompute';
 
-interface Rows {
-  /** Left padding of each row's prompt inside the prefill block. */
-  pad: number[];
-  /** Prompt length of each row. */
-  len: number[];
-}
-
 function checkPrompts(promptIds: number[][], vocabSize: number): void {
   if (promptIds.length === 0) throw new Error('generate: promptIds is empty');
   promptIds.forEach((p, i) => {
@@ -40,7 +33,8 @@ function checkPrompts(promptIds: number[][], vocabSize: number): void {
 function prefill(
   model: GenerationModel,
   ids: number[][],
-  rows: Rows,
+  /** Left padding of each row inside `ids`. */
+  pads: readonly number[],
   keepCache: boolean,
   frozen: FrozenWeights,
 ): { logits: tf.Tensor2D; cache: LayerCache[] | null } {
@@ -51,10 +45,10 @@ function prefill(
     const positions: number[][] = [];
     for (let r = 0; r < b; r++) {
       flat.set(ids[r], r * width);
-      positions.push(Array.from({ length: width }, (_, j) => Math.max(0, j - rows.pad[r])));
+      positions.push(Array.from({ length: width }, (_, j) => Math.max(0, j - pads[r])));
     }
     const { cos, sin } = model.rope.tables(positions);
-    const bias = paddedCausalBias(rows.pad, width, width);
+    const bias = paddedCausalBias(pads, width, width);
     const { hidden, cache } = model.decoder.forward(model.decoder.embed(flat), {
       batch: b,
       seqLen: width,
@@ -139,7 +133,7 @@ export async function generateSequences(
   const uniquePads = promptIds.map((p) => width - p.length);
   const padded = promptIds.map((p, i) => [...new Array<number>(uniquePads[i]).fill(0), ...p]);
   const expand = Array.from({ length: total }, (_, r) => Math.floor(r / n));
-  // Active rows: output index, prompt padding and prompt length of each.
+  // Active rows (output indices), their prompt padding; prompt length per output row.
   let active = expand.map((_, r) => r);
   let pads = expand.map((u) => uniquePads[u]);
   const lens = expand.map((u) => promptIds[u].length);
@@ -149,7 +143,7 @@ export async function generateSequences(
   let cache: LayerCache[] | null = null;
   let logits: tf.Tensor2D | null = null;
   try {
-    const first = prefill(model, padded, { pad: uniquePads, len: promptIds.map((p) => p.length) }, mode === 'cache', frozen);
+    const first = prefill(model, padded, uniquePads, mode === 'cache', frozen);
     logits = n === 1 ? first.logits : tf.tidy(() => tf.gather(first.logits, expand) as tf.Tensor2D);
     if (n !== 1) first.logits.dispose();
     if (first.cache) {
@@ -192,7 +186,7 @@ export async function generateSequences(
         logits = out.logits;
       } else {
         const ids = active.map((row) => [...padded[expand[row]], ...sequences[row]]);
-        logits = prefill(model, ids, { pad: pads, len: active.map((row) => lens[row]) }, false, frozen).logits;
+        logits = prefill(model, ids, pads, false, frozen).logits;
       }
     }
   } finally {

@@ -1,0 +1,505 @@
+/**
+ * CoLLM-DC / CoLLM-CC trainers on real tiny checkpoints: configs and their CoMLRL constraints,
+ * constructor rules, TD targets / bootstrapping / terminal handling on a scripted environment with
+ * fixed critic values (hand-derived), the importance ratio and its clipping, non-finite errors,
+ * saving and exact resume.
+ */
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initBackend, setBackendLogger } from '../src/backend/init.js';
+import type { JointTransition } from '../src/buffer/replay.js';
+import { createCriticHead, loadCriticHead, type CriticHead } from '../src/critic/heads.js';
+import type { CriticLM } from '../src/critic/value-model.js';
+import type { Agent } from '../src/decpomdp/agent.js';
+import type { GlobalInfo, LLMDecPOMDP, StepResult } from '../src/decpomdp/types.js';
+import { loadCausalLM } from '../src/model/load.js';
+import { loadTokenizer } from '../src/tokenizer/load.js';
+import { rngFor } from '../src/util/rng.js';
+import { toyTasks, toyWords, type ToyTask } from '../envs/toy/index.js';
+import {
+  COLLM_CC_CONFIG_FIELDS,
+  comlrl136,
+  parseCoLLMCCConfig,
+  parseCoLLMDCConfig,
+} from '../trainers/actor-critic-config.js';
+import { CoLLMCCTrainer } from '../trainers/collm-cc.js';
+import { CoLLMDCTrainer } from '../trainers/collm-dc.js';
+import { actorObjective, actorStep, behaviourLogProbs, type ActorRow } from '../trainers/common/actor-critic.js';
+import { ACTOR_CRITIC_PRESET_NAMES, actorCriticPreset } from '../trainers/presets.js';
+import { tinyCritic } from './collm-helpers.js';
+import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
+
+// ---------------------------------------------------------------------------------------------
+// Configs (no models needed).
+// ---------------------------------------------------------------------------------------------
+
+describe('actor-critic configs', () => {
+  it('CoMLRL 1.3.6 defaults plus the paper-aligned extras', () => {
+    const dc = parseCoLLMDCConfig({});
+    expect(dc).toMatchObject({
+      agent_learning_rate: 5e-6,
+      critic_learning_rate: 5e-6,
+      rollout_buffer_size: 8,
+      train_batch_size: null,
+      value_clip_range: 0.2,
+      value_loss_coef: 0.6,
+      advantage_normalization: true,
+      max_new_tokens: 256,
+      temperature: 0.6,
+      top_p: 0.6,
+      top_k: null,
+      num_train_epochs: 40,
+      use_separate_critic: true,
+      critic_type: 'v',
+      critic_value_head_hidden_dim: null,
+      value_head_hidden_dim: null,
+      num_turns: 2,
+      external_prompt_passthrough: false,
+      discount: 0.9,
+      num_generations: 1,
+      eval_interval: 16,
+      eval_num_samples: 4,
+      eval_batch_size: 1,
+      early_termination_threshold: -0.2,
+      logging_steps: 1,
+      update_epochs: 1,
+      use_importance_ratio: true,
+      ratio_clip_range: 0.2,
+      use_global_info: false,
+    });
+    const cc = parseCoLLMCCConfig({});
+    expect(cc.use_global_info).toBe(true);
+    expect(cc.value_loss_coef).toBe(0.6);
+    expect(COLLM_CC_CONFIG_FIELDS).not.toContain('value_clip_range');
+    expect(parseCoLLMCCConfig({ ...comlrl136() })).toMatchObject({ update_epochs: 1, use_importance_ratio: false, ratio_clip_range: null, use_global_info: false });
+  });
+
+  it('rejects out-of-range values naming the field (CoMLRL constraint tests)', () => {
+    for (const parse of [parseCoLLMDCConfig, parseCoLLMCCConfig]) {
+      for (const field of ['rollout_buffer_size', 'train_batch_size', 'num_agents', 'num_turns', 'num_generations', 'eval_batch_size', 'logging_steps', 'update_epochs']) {
+        expect(() => parse({ [field]: 0 })).toThrow(new RegExp(`${field} must be an integer >= 1`));
+      }
+      for (const field of ['eval_interval', 'eval_num_samples']) {
+        expect(() => parse({ [field]: -1 })).toThrow(new RegExp(`${field} must be an integer >= 0`));
+      }
+      expect(() => parse({ critic_type: 'x' })).toThrow(/critic_type must be one of 'v', 'q'/);
+      expect(() => parse({ num_turns: 2, num_generations: 2 })).toThrow(/num_generations must be 1 when num_turns > 1/);
+      expect(parse({ num_turns: 1, num_generations: 4 }).num_generations).toBe(4);
+      expect(() => parse({ ratio_clip_range: 0 })).toThrow(/ratio_clip_range must be a finite number > 0/);
+      expect(() => parse({ criticType: 'v' })).toThrow(/did you mean 'critic_type'/);
+    }
+    expect(() => parseCoLLMCCConfig({ use_separate_critic: false })).toThrow(/unknown field 'use_separate_critic'/);
+  });
+
+  it('presets of the paper runs parse with their trainer', () => {
+    expect(ACTOR_CRITIC_PRESET_NAMES).toEqual(['tldr-dc', 'tldr-cc', 'coophe-dc', 'coophe-cc', 'housebuild-dc', 'housebuild-cc']);
+    for (const name of ACTOR_CRITIC_PRESET_NAMES) {
+      const p = actorCriticPreset(name);
+      const cfg = p.trainer === 'collm-dc' ? parseCoLLMDCConfig(p.config) : parseCoLLMCCConfig(p.config);
+      expect(cfg.num_agents).toBe(2);
+      expect(cfg.ratio_clip_range).toBe(0.2);
+    }
+    const hb = actorCriticPreset('housebuild-dc');
+    expect(parseCoLLMDCConfig(hb.config)).toMatchObject({ num_turns: 4, num_train_epochs: 150, max_new_tokens: 512, value_clip_range: 0.05, rollout_buffer_size: 1 });
+    expect(hb.rewardProcessor.shift).toBe(-1);
+    expect(() => actorCriticPreset('nope')).toThrow(/unknown actor-critic preset 'nope'/);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// The actor objective (no models needed).
+// ---------------------------------------------------------------------------------------------
+
+describe('actor objective: ratio and clipping', () => {
+  const row = (advantage: number, oldLogProb: number | null): ActorRow => ({ promptIds: [1], completionIds: [2], advantage, oldLogProb, weight: 0.5 });
+  const gradAt = (seq: number[], rows: ActorRow[], settings: { useRatio: boolean; clipRange: number | null }) =>
+    tf.tidy(() => {
+      const f = (x: tf.Tensor) => actorObjective(settings)(x as tf.Tensor1D, rows);
+      const x = tf.tensor1d(seq);
+      return { value: f(x).dataSync()[0], grad: Array.from(tf.grad(f)(x).dataSync()) };
+    });
+
+  it('unchanged actor (no stored log-prob): ρ = 1 exactly, and all three objectives have the same gradient −w·A', () => {
+    const rows = [row(2, null), row(-1, null)];
+    const seq = [-1.3, -0.2];
+    const off = gradAt(seq, rows, { useRatio: false, clipRange: null });
+    const unclipped = gradAt(seq, rows, { useRatio: true, clipRange: null });
+    const clipped = gradAt(seq, rows, { useRatio: true, clipRange: 0.2 });
+    expect(off.grad).toEqual([-1, 0.5]); // −0.5·2, −0.5·(−1)
+    expect(unclipped.grad).toEqual(off.grad);
+    expect(clipped.grad).toEqual(off.grad);
+    // Values: −Σ w·A·log π = −(0.5·2·−1.3 + 0.5·−1·−0.2) = 1.2 ; with ρ = 1: −Σ w·A = −(1 − 0.5) = −0.5
+    expect(off.value).toBeCloseTo(1.2, 6);
+    expect(unclipped.value).toBe(-0.5);
+    expect(clipped.value).toBe(-0.5);
+  });
+
+  it('ρ outside [1 − c, 1 + c]: the clipped side has zero gradient, the other keeps −w·A·ρ', () => {
+    // seq − old = ±0.5 → ρ = e^{±0.5} (1.6487 / 0.6065), c = 0.2, w = 0.5.
+    const rows = [row(1, -1.5), row(-1, -1.5), row(1, -0.5), row(-1, -0.5)];
+    const seq = [-1, -1, -1, -1];
+    const { grad } = gradAt(seq, rows, { useRatio: true, clipRange: 0.2 });
+    const up = Math.exp(0.5);
+    const down = Math.exp(-0.5);
+    expect(grad[0]).toBe(0); // A > 0, ρ > 1.2: clipped
+    expect(grad[1]).toBeCloseTo(0.5 * up, 5); // A < 0, ρ > 1.2: min picks ρ·A, gradient −w·A·ρ
+    expect(grad[2]).toBeCloseTo(-0.5 * down, 5); // A > 0, ρ < 0.8: min picks ρ·A
+    expect(grad[3]).toBe(0); // A < 0, ρ < 0.8: clipped
+    // Unclipped ratio: every row −w·A·ρ.
+    const free = gradAt(seq, rows, { useRatio: true, clipRange: null }).grad;
+    expect(free[0]).toBeCloseTo(-0.5 * up, 5);
+    expect(free[3]).toBeCloseTo(0.5 * down, 5);
+  });
+});
+
+// ---------------------------------------------------------------------------------------------
+// Trainers on tiny checkpoints.
+// ---------------------------------------------------------------------------------------------
+
+interface ScriptState {
+  readonly cue: string;
+  readonly turn: number;
+  readonly last: number | null;
+}
+
+/** Rewards come from a script (independent of the actions); optional early `done`. */
+class ScriptedEnv implements LLMDecPOMDP<ToyTask, ScriptState> {
+  readonly name = 'scripted';
+  readonly numAgents = 2;
+  readonly horizon: number;
+  constructor(
+    private readonly rewards: readonly number[],
+    private readonly doneAfter: number | null = null,
+  ) {
+    this.horizon = rewards.length;
+  }
+  initialState(task: ToyTask): ScriptState {
+    return { cue: task.cue, turn: 0, last: null };
+  }
+  observe(s: ScriptState, agent: number): string {
+    // Agents see different texts so a critic input can be traced back to its agent.
+    return agent === 0 ? `cue ${s.cue}` : `partner ${s.cue} none`;
+  }
+  async step(s: ScriptState): Promise<StepResult<ScriptState>> {
+    const reward = this.rewards[s.turn];
+    const turn = s.turn + 1;
+    const done = turn >= this.horizon || (this.doneAfter !== null && turn >= this.doneAfter);
+    return { reward, next: { cue: s.cue, turn, last: reward }, done, info: {} };
+  }
+  globalInfo(s: ScriptState): GlobalInfo {
+    return { turn: s.turn, numTurns: this.horizon, lastReward: s.last, maxReward: 1 };
+  }
+}
+
+let dir: string;
+let cleanup: () => Promise<void>;
+let agents: Agent[];
+let critics: CriticLM[];
+
+beforeAll(async () => {
+  setBackendLogger(null);
+  await initBackend('wasm');
+  ({ dir, cleanup } = await tempDir('collm'));
+  agents = await tinyAgents(dir, [
+    { name: 'a0', arch: 'qwen3', seed: 1, words: [...toyWords] },
+    { name: 'a1', arch: 'llama', seed: 2, words: [...toyWords] },
+  ]);
+  critics = [await tinyCritic(dir, 'c0', 3, toyWords), await tinyCritic(dir, 'c1', 4, toyWords), await tinyCritic(dir, 'cc', 5, toyWords)];
+});
+afterAll(async () => {
+  disposeAgents(agents);
+  for (const c of critics) c.model.dispose();
+  await cleanup();
+});
+
+/** A linear head whose value is the constant `c` for every input (weights 0, bias c). */
+function constantHead(hidden: number, c: number): CriticHead {
+  const head = createCriticHead(hidden, { type: 'linear' }, rngFor(0, 'init'));
+  const [w, b] = head.trainableVariables();
+  tf.tidy(() => {
+    w.assign(tf.zerosLike(w));
+    b.assign(tf.tensor1d([c]));
+  });
+  return head;
+}
+
+const tasks = toyTasks(4, 'script');
+const fast = { max_new_tokens: 2, temperature: 1, top_p: 1, eval_interval: 0, logging_steps: 1_000_000, seed: 3 } as const;
+
+describe('TD targets on scripted rewards with fixed critic values', () => {
+  it('CoLLM-CC: y_t = r_t + γ·V(h_{t+1}), no bootstrap after the last turn', async () => {
+    const head = constantHead(critics[2].model.hiddenSize, 0.5);
+    const trainer = new CoLLMCCTrainer({
+      agents,
+      critic: critics[2],
+      criticHead: head,
+      env: new ScriptedEnv([0.1, 0.2, 0.3]),
+      trainTasks: tasks,
+      config: { ...fast, num_turns: 3, discount: 0.5, early_termination_threshold: null },
+    });
+    const trs = await trainer.rollout(tasks[0]);
+    expect(trs.map((t) => t.turn)).toEqual([0, 1, 2]);
+    expect(trs.map((t) => t.joint?.value)).toEqual([0.5, 0.5, 0.5]);
+    // y = [0.1 + 0.5·0.5, 0.2 + 0.5·0.5, 0.3] = [0.35, 0.45, 0.3]
+    const y = trs.map((t) => t.joint?.target ?? NaN);
+    [0.35, 0.45, 0.3].forEach((want, t) => expect(y[t]).toBeCloseTo(want, 12));
+    for (const tr of trs) for (const a of tr.agents) expect(a.target).toBe(tr.joint?.target);
+    // Monte-Carlo returns (logging): G = [0.1 + 0.5·0.2 + 0.25·0.3, 0.2 + 0.5·0.3, 0.3] = [0.275, 0.35, 0.3]
+    [0.275, 0.35, 0.3].forEach((want, t) => expect(trs[t].agents[0].return).toBeCloseTo(want, 12));
+    expect(trs.map((t) => t.done)).toEqual([false, false, true]);
+    expect(trs[0].nextObservations).toEqual(['cue red', 'partner red none']);
+    expect(trs[2].nextObservations).toBeNull();
+    expect(trs.map((t) => t.globalInfo.lastReward)).toEqual([null, 0.1, 0.2]);
+    expect(trs[1].nextGlobalInfo).toEqual(trs[2].globalInfo);
+    // The update's δ per turn: y − 0.5 = [−0.15, −0.05, −0.2].
+    const m = await trainer.updateFrom(trs);
+    expect(m['turn_1/td_error_mean']).toBeCloseTo(-0.15, 6);
+    expect(m['turn_2/td_error_mean']).toBeCloseTo(-0.05, 6);
+    expect(m['turn_3/td_error_mean']).toBeCloseTo(-0.2, 6);
+    trainer.dispose();
+  });
+
+  it('early termination (env done, or reward above the threshold) ends the trajectory without bootstrap', async () => {
+    for (const [env, threshold] of [
+      [new ScriptedEnv([0.1, 0.2, 0.3], 2), null],
+      [new ScriptedEnv([0.1, 0.2, 0.3]), 0.15],
+    ] as const) {
+      const trainer = new CoLLMCCTrainer({
+        agents,
+        critic: critics[2],
+        criticHead: constantHead(critics[2].model.hiddenSize, 0.5),
+        env,
+        trainTasks: tasks,
+        config: { ...fast, num_turns: 3, discount: 0.5, early_termination_threshold: threshold },
+      });
+      const trs = await trainer.rollout(tasks[1]);
+      // r = [0.1, 0.2] (0.1 is not > 0.15, 0.2 is): y = [0.1 + 0.5·0.5, 0.2] = [0.35, 0.2]
+      expect(trs.map((t) => t.reward)).toEqual([0.1, 0.2]);
+      expect(trs[0].joint?.target).toBeCloseTo(0.35, 12);
+      expect(trs[1].joint?.target).toBe(0.2);
+      expect(trs.map((t) => t.done)).toEqual([false, true]);
+      trainer.dispose();
+    }
+  });
+
+  it('CoLLM-DC: each agent bootstraps from its own critic (separate critics and shared heads)', async () => {
+    for (const separate of [true, false]) {
+      const hidden = separate ? critics[0].model.hiddenSize : agents[0].model.hiddenSize;
+      const trainer = new CoLLMDCTrainer({
+        agents,
+        ...(separate ? { critics: [critics[0], critics[1]] } : {}),
+        criticHeads: [constantHead(hidden, 0.5), constantHead(separate ? critics[1].model.hiddenSize : agents[1].model.hiddenSize, -1)],
+        env: new ScriptedEnv([0.1, 0.2, 0.3]),
+        trainTasks: tasks,
+        config: { ...fast, num_turns: 3, discount: 0.5, early_termination_threshold: null, use_separate_critic: separate },
+      });
+      const trs = await trainer.rollout(tasks[2]);
+      // agent 0 (V = 0.5): y = [0.35, 0.45, 0.3]; agent 1 (V = −1): y = [0.1 − 0.5, 0.2 − 0.5, 0.3] = [−0.4, −0.3, 0.3]
+      [0.35, 0.45, 0.3].forEach((want, t) => expect(trs[t].agents[0].target).toBeCloseTo(want, 12));
+      [-0.4, -0.3, 0.3].forEach((want, t) => expect(trs[t].agents[1].target).toBeCloseTo(want, 12));
+      expect(trs.map((t) => t.agents[1].value)).toEqual([-1, -1, -1]);
+      expect(trs.every((t) => t.joint === null)).toBe(true);
+      // Agent 0's critic input holds only agent 0's history: its observation, never agent 1's.
+      const tok = separate ? critics[0].tokenizer : agents[0].tokenizer;
+      const partner = tok.encode('partner', { addSpecialTokens: false })[0];
+      for (const t of trs) {
+        expect(t.agents[0].criticIds).not.toContain(partner);
+        expect(t.agents[1].criticIds).toContain(partner);
+      }
+      if (!separate) expect(trs[0].agents[0].criticIds).toEqual(trs[0].agents[0].promptIds);
+      trainer.dispose();
+    }
+  });
+
+  it('the centralized critic input holds every agent observation and m_t (token ids)', async () => {
+    const trainer = new CoLLMCCTrainer({ agents, critic: critics[2], env: new ScriptedEnv([0, 1]), trainTasks: tasks, config: { ...fast, num_turns: 2, early_termination_threshold: null } });
+    const trs = await trainer.rollout(tasks[3]); // cue gold
+    const tok = critics[2].tokenizer;
+    const ids = trs[1].joint?.criticIds ?? [];
+    const enc = (s: string) => tok.encode(s, { addSpecialTokens: false });
+    const isSub = (needle: number[]) => ids.some((_, i) => needle.every((x, j) => ids[i + j] === x));
+    expect(isSub(enc('[Agent 0] cue gold'))).toBe(true);
+    expect(isSub(enc('[Agent 1] partner gold none'))).toBe(true);
+    expect(isSub(enc('[Global Info] turn 2 of 2; last reward: 0 (max 1)'))).toBe(true);
+    trainer.dispose();
+  });
+});
+
+describe('importance ratio over update epochs', () => {
+  /** Fresh copies of the actors and CC critic from their checkpoints (identical starts). */
+  async function freshSetup(): Promise<{ agents: Agent[]; critic: CriticLM; dispose: () => void }> {
+    const load = async (name: string) => ({ model: await loadCausalLM(join(dir, name)), tokenizer: await loadTokenizer(join(dir, name)) });
+    const a0 = await load('a0');
+    const a1 = await load('a1');
+    const c = await load('cc');
+    const fresh: Agent[] = [
+      { name: 'a0', chat: false, ...a0 },
+      { name: 'a1', chat: false, ...a1 },
+    ];
+    return { agents: fresh, critic: c, dispose: () => [a0.model, a1.model, c.model].forEach((m) => m.dispose()) };
+  }
+  const weights = (a: Agent[]) => a.flatMap((x) => x.model.trainableVariables().map((v) => Array.from(v.dataSync())));
+  const env = new ScriptedEnv([0.2]);
+  const epochOne = { ...fast, num_turns: 1, rollout_buffer_size: 4, update_epochs: 1, agent_learning_rate: 1e-2, critic_learning_rate: 1e-2 } as const;
+
+  it('update_epochs = 1: ρ is exactly 1 and clipped, unclipped and ratio-free updates give identical weights', async () => {
+    const results: number[][][] = [];
+    for (const variant of [{ ratio_clip_range: 0.2 }, { ratio_clip_range: null }, { use_importance_ratio: false }]) {
+      const s = await freshSetup();
+      const trainer = new CoLLMCCTrainer({ agents: s.agents, critic: s.critic, env: new ScriptedEnv([0.1]), trainTasks: toyTasks(4, 'r'), config: { ...epochOne, ...variant } });
+      await trainer.train({ maxItems: 4 }); // 4 single-turn episodes fill the buffer once: one minibatch per agent
+      const m = trainer.lastUpdateMetrics;
+      expect([m['turn_1/ratio_mean'], m['turn_1/ratio_min'], m['turn_1/ratio_max'], m['turn_1/clip_fraction']]).toEqual([1, 1, 1, 0]);
+      results.push(weights(s.agents));
+      trainer.dispose();
+      s.dispose();
+    }
+    expect(results[1]).toEqual(results[0]);
+    expect(results[2]).toEqual(results[0]);
+  });
+
+  it('update_epochs > 1: the ratio moves, and clipping bounds how far the policy moves on the buffer', async () => {
+    const drift: number[] = [];
+    for (const clip of [0.2, null]) {
+      const s = await freshSetup();
+      const trainer = new CoLLMCCTrainer({
+        agents: s.agents,
+        critic: s.critic,
+        env,
+        trainTasks: toyTasks(8, 'r'),
+        config: { ...epochOne, rollout_buffer_size: 8, update_epochs: 6, agent_learning_rate: 3e-2, ratio_clip_range: clip },
+      });
+      const trs: JointTransition[] = [];
+      for (const task of toyTasks(8, 'r')) trs.push(...(await trainer.rollout(task)));
+      const m = await trainer.updateFrom(trs);
+      expect(m['turn_1/ratio_max'] - m['turn_1/ratio_min']).toBeGreaterThan(0.01);
+      if (clip !== null) expect(m['turn_1/clip_fraction']).toBeGreaterThan(0);
+      // How far each actor's log-prob of the buffer's completions moved: max |log ρ| after the update.
+      let worst = 0;
+      for (let i = 0; i < 2; i++) {
+        const now = await behaviourLogProbs(s.agents[i].model, trs.map((t) => t.agents[i].promptIds), trs.map((t) => t.agents[i].completionIds));
+        now.forEach((lp, j) => (worst = Math.max(worst, Math.abs(lp - trs[j].agents[i].behaviourLogProb))));
+      }
+      drift.push(worst);
+      trainer.dispose();
+      s.dispose();
+    }
+    console.log(`max |log ρ| after 6 epochs: clip 0.2 → ${drift[0].toFixed(3)}, no clip → ${drift[1].toFixed(3)}`);
+    expect(drift[0]).toBeLessThan(drift[1]);
+  });
+});
+
+describe('errors', () => {
+  it("constructor rules (CoMLRL's wording where it has one)", () => {
+    const env = new ScriptedEnv([0, 0]);
+    const base = { agents, env, trainTasks: tasks };
+    expect(() => new CoLLMDCTrainer({ ...base })).toThrow(/critics must be provided/);
+    expect(() => new CoLLMDCTrainer({ ...base, critics: [critics[0]] })).toThrow(/critics length 1/);
+    expect(() => new CoLLMDCTrainer({ ...base, critics: [critics[0], critics[0]] })).toThrow(/share one model/);
+    expect(() => new CoLLMDCTrainer({ ...base, critics: [critics[0], critics[1]], config: { use_separate_critic: false } })).toThrow(/use_separate_critic is false/);
+    expect(() => new CoLLMCCTrainer({ ...base, critic: undefined as unknown as CriticLM })).toThrow(/critic must be provided/);
+    expect(() => new CoLLMCCTrainer({ ...base, critic: { model: agents[0].model, tokenizer: agents[0].tokenizer } })).toThrow(/actor's model/);
+    expect(() => new CoLLMCCTrainer({ ...base, critic: critics[2], config: { num_turns: 3 } })).toThrow(/num_turns 3 exceeds env 'scripted' horizon 2/);
+  });
+
+  it('non-finite rewards and advantages raise clear errors', async () => {
+    const trainer = new CoLLMCCTrainer({ agents, critic: critics[2], env: new ScriptedEnv([Number.NaN]), trainTasks: tasks, config: { ...fast, num_turns: 1 } });
+    await expect(trainer.rollout(tasks[0])).rejects.toThrow(/non-finite reward \(NaN\) at turn 1/);
+    trainer.dispose();
+    const opt = { maxGradNorm: null, chunkSize: null, label: 'agent 0' };
+    const { AdamW } = await import('../src/optim/adamw.js');
+    const adam = new AdamW(agents[0].model.trainableVariables());
+    expect(() =>
+      actorStep(agents[0].model, adam, [{ promptIds: [1], completionIds: [2], advantage: Number.POSITIVE_INFINITY, oldLogProb: null, weight: 1 }], { useRatio: true, clipRange: 0.2 }, opt),
+    ).toThrow(/agent 0: non-finite advantage/);
+    adam.dispose();
+  });
+});
+
+describe('single-turn with K samples, saving and exact resume', () => {
+  it('num_generations K gives K joint transitions per item (env_step += K), Q critic per joint action', async () => {
+    const trainer = new CoLLMDCTrainer({
+      agents,
+      critics: [critics[0], critics[1]],
+      env: new ScriptedEnv([0.3]),
+      trainTasks: tasks,
+      config: { ...fast, num_turns: 1, num_generations: 3, critic_type: 'q', rollout_buffer_size: 6 },
+    });
+    const trs = await trainer.rollout(tasks[0]);
+    expect(trs.map((t) => t.generation)).toEqual([0, 1, 2]);
+    // Q input: the observation followed by the agent's own completion.
+    for (const t of trs) expect(t.agents[0].criticIds.length).toBeGreaterThan(critics[0].tokenizer.encode('cue red').length);
+    await trainer.train({ maxItems: 2 });
+    expect(trainer.envSteps).toBe(6);
+    expect(trainer.bufferedTransitions).toBe(0); // 6 transitions: one flush
+    trainer.dispose();
+  });
+
+  it('save writes agents, critics and heads; export → import resumes exactly', async () => {
+    const out = join(dir, 'saved');
+    const cfg = { ...fast, num_turns: 2, early_termination_threshold: null, rollout_buffer_size: 3, update_epochs: 2, agent_learning_rate: 1e-2, critic_learning_rate: 1e-2 } as const;
+    const env = new ScriptedEnv([0.1, 0.4]);
+    const load = async (d: string) => ({ model: await loadCausalLM(d), tokenizer: await loadTokenizer(d) });
+    const startAgents = async (): Promise<Agent[]> => [
+      { name: 'a0', chat: false, ...(await load(join(dir, 'a0'))) },
+      { name: 'a1', chat: false, ...(await load(join(dir, 'a1'))) },
+    ];
+
+    // Uninterrupted: 4 items.
+    const refAgents = await startAgents();
+    const refCritic = await load(join(dir, 'cc'));
+    const ref = new CoLLMCCTrainer({ agents: refAgents, critic: refCritic, env, trainTasks: tasks, config: cfg });
+    await ref.train({ maxItems: 4 });
+
+    // Interrupted after 2 items (a transition is left in the buffer), saved, reloaded, resumed.
+    const firstAgents = await startAgents();
+    const firstCritic = await load(join(dir, 'cc'));
+    const first = new CoLLMCCTrainer({ agents: firstAgents, critic: firstCritic, env, trainTasks: tasks, config: cfg });
+    await first.train({ maxItems: 2 });
+    expect(first.bufferedTransitions).toBe(1);
+    await first.save(out);
+    const state = structuredClone(first.exportState());
+    expect(JSON.parse(JSON.stringify(state.extra))).toEqual(state.extra); // the buffer part is plain JSON
+    for (const f of ['agent_0/config.json', 'agent_1/tokenizer.json', 'critic/config.json', 'critic/value_head.safetensors', 'critic/value_head.json']) {
+      expect(fs.existsSync(join(out, f))).toBe(true);
+    }
+    const resumedAgents: Agent[] = [
+      { name: 'a0', chat: false, ...(await load(join(out, 'agent_0'))) },
+      { name: 'a1', chat: false, ...(await load(join(out, 'agent_1'))) },
+    ];
+    const resumedCritic = await load(join(out, 'critic'));
+    const resumed = new CoLLMCCTrainer({
+      agents: resumedAgents,
+      critic: resumedCritic,
+      criticHead: await loadCriticHead(join(out, 'critic'), rngFor(0, 'unused')),
+      env,
+      trainTasks: tasks,
+      config: cfg,
+    });
+    resumed.importState(state);
+    await resumed.train({ maxItems: 2 });
+
+    expect(resumed.envSteps).toBe(ref.envSteps);
+    expect(resumed.lastUpdateMetrics).toEqual(ref.lastUpdateMetrics);
+    const w = (a: Agent[]) => a.flatMap((x) => x.model.trainableVariables().map((v) => Array.from(v.dataSync())));
+    expect(w(resumedAgents)).toEqual(w(refAgents));
+    expect(Array.from(resumed.critic.head.trainableVariables()[0].dataSync())).toEqual(Array.from(ref.critic.head.trainableVariables()[0].dataSync()));
+
+    // CoLLM-DC save layout: agent_i/critic/ with the head; shared heads beside the actor.
+    const dcOut = join(dir, 'saved-dc');
+    const dc = new CoLLMDCTrainer({ agents, critics: [critics[0], critics[1]], env, trainTasks: tasks, config: { ...fast, num_turns: 2 } });
+    await dc.save(dcOut);
+    expect(fs.existsSync(join(dcOut, 'agent_1/critic/value_head.safetensors'))).toBe(true);
+    expect(fs.existsSync(join(dcOut, 'agent_1/critic/config.json'))).toBe(true);
+    const shared = new CoLLMDCTrainer({ agents, env, trainTasks: tasks, config: { ...fast, num_turns: 2, use_separate_critic: false } });
+    await shared.save(join(dir, 'saved-shared'));
+    expect(fs.existsSync(join(dir, 'saved-shared/agent_0/value_head.json'))).toBe(true);
+    expect(() => shared.importState(dc.exportState() as never)).toThrow(/optimizer states/);
+
+    for (const t of [ref, first, resumed, dc, shared]) t.dispose();
+    disposeAgents([...refAgents, ...firstAgents, ...resumedAgents]);
+    for (const c of [refCritic, firstCritic, resumedCritic]) c.model.dispose();
+  });
+});
