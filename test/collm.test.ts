@@ -193,6 +193,19 @@ class ScriptedEnv implements LLMDecPOMDP<ToyTask, ScriptState> {
   }
 }
 
+/** The same script as a staged env; counts the transitions (the costly feedback step) it runs. */
+class StagedScriptedEnv extends ScriptedEnv {
+  transitions = 0;
+  async rewardOf(s: ScriptState): Promise<{ raw: number; reward: number }> {
+    const r = (await this.step(s)).reward;
+    return { raw: r, reward: r };
+  }
+  async transition(s: ScriptState): Promise<StepResult<ScriptState>> {
+    this.transitions++;
+    return this.step(s);
+  }
+}
+
 let dir: string;
 let cleanup: () => Promise<void>;
 let agents: Agent[];
@@ -313,6 +326,17 @@ describe('TD targets on scripted rewards with fixed critic values', () => {
     }
   });
 
+  it('a staged env runs no transition (feedback) after the last turn or an early stop', async () => {
+    const env = new StagedScriptedEnv([0.1, 0.2, 0.3]);
+    const trainer = new CoLLMCCTrainer({ agents, critic: critics[2], env, trainTasks: tasks, config: { ...fast, num_turns: 3, early_termination_threshold: 0.15 } });
+    const trs = await trainer.rollout(tasks[0]);
+    expect(trs.map((t) => t.reward)).toEqual([0.1, 0.2]);
+    expect(env.transitions).toBe(1); // after turn 1 only: turn 2's reward 0.2 > 0.15 ends the episode
+    expect(trs[1].nextGlobalInfo).toBeNull();
+    expect(trs[0].nextGlobalInfo).toEqual(trs[1].globalInfo);
+    trainer.dispose();
+  });
+
   it('the centralized critic input holds every agent observation and m_t (token ids)', async () => {
     const trainer = new CoLLMCCTrainer({ agents, critic: critics[2], env: new ScriptedEnv([0, 1]), trainTasks: tasks, config: { ...fast, num_turns: 2, early_termination_threshold: null } });
     const trs = await trainer.rollout(tasks[3]); // cue gold
@@ -426,6 +450,7 @@ describe('single-turn with K samples, saving and exact resume', () => {
       env: new ScriptedEnv([0.3]),
       trainTasks: tasks,
       config: { ...fast, num_turns: 1, num_generations: 3, critic_type: 'q', rollout_buffer_size: 6 },
+      rolloutMetrics: (trs) => ({ transitions: trs.length, reward: trs[0].reward }),
     });
     const trs = await trainer.rollout(tasks[0]);
     expect(trs.map((t) => t.generation)).toEqual([0, 1, 2]);
@@ -434,6 +459,7 @@ describe('single-turn with K samples, saving and exact resume', () => {
     await trainer.train({ maxItems: 2 });
     expect(trainer.envSteps).toBe(6);
     expect(trainer.bufferedTransitions).toBe(0); // 6 transitions: one flush
+    expect(trainer.lastUpdateMetrics).toMatchObject({ 'rollout/transitions': 6, 'rollout/reward': 0.3, 'turn_1/transitions': 6 });
     trainer.dispose();
   });
 

@@ -13,6 +13,7 @@ import {
   createLinearHead,
   CRITIC_LAYOUT_WORDS,
   decentralizedCriticIds,
+  formatCriticNumber,
   formatGlobalInfo,
   globalInfoPrefixIds,
   headSpecFromHiddenDim,
@@ -161,6 +162,8 @@ describe('critic inputs', () => {
   it('m_t line: 1-based turn, horizon, last reward and max', () => {
     expect(formatGlobalInfo(m)).toBe('[Global Info] turn 2 of 4; last reward: 0.5 (max 1)');
     expect(formatGlobalInfo({ turn: 0, numTurns: 2, lastReward: null, maxReward: null })).toBe('[Global Info] turn 1 of 2; last reward: none');
+    // Numbers: at most 4 decimals, no trailing zeros, no negative zero.
+    expect([0.123456, -1.5, 2, -0.00001].map(formatCriticNumber)).toEqual(['0.1235', '-1.5', '2', '0']);
   });
 
   it('centralized layout (CoMLRL V and Q text, m_t first)', () => {

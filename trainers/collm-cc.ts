@@ -32,7 +32,7 @@ import { createCriticHead, headSpecFromHiddenDim, saveCriticHead, type CriticHea
 import { centralizedCriticIds } from '../src/critic/inputs.js';
 import { ValueModel, type CriticLM } from '../src/critic/value-model.js';
 import type { Agent } from '../src/decpomdp/agent.js';
-import type { GlobalInfo, LLMDecPOMDP, StepResult } from '../src/decpomdp/types.js';
+import type { GlobalInfo, LLMDecPOMDP } from '../src/decpomdp/types.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { createRng, rngFor, type Rng } from '../src/util/rng.js';
 import { parseCoLLMCCConfig, type CoLLMCCConfig, type CoLLMCCConfigInput } from './actor-critic-config.js';
@@ -41,10 +41,12 @@ import {
   episodeSummary,
   EpochTurnStats,
   predictDistinct,
+  rolloutStep,
   turnGroupAdvantages,
   type ActorCriticEvalResult,
   type ActorCriticStateExtra,
   type ActorCriticTrainOptions,
+  type RolloutStep,
 } from './common/ac-trainer.js';
 import { actorStep, behaviourLogProbs, criticStep, type ActorRow, type RatioRecorder } from './common/actor-critic.js';
 import { mean } from './common/advantage.js';
@@ -69,6 +71,11 @@ export interface CoLLMCCTrainerOptions<T, S> {
   config?: CoLLMCCConfigInput;
   /** User metrics over eval episodes, logged as `eval/<key>`. */
   evalCallbacks?: readonly EvalCallback<T, S>[];
+  /**
+   * User metrics over the transitions of each update (CoMLRL's `metrics_callback`), merged into
+   * that update's record under `rollout/<key>`.
+   */
+  rolloutMetrics?: (transitions: readonly JointTransition[]) => Record<string, number>;
   /** Receives train and eval metrics at step = env_step. */
   logger?: MetricsSink;
 }
@@ -89,7 +96,7 @@ interface TurnRecord {
   /** values[k]: V(h_t) (or Q(h_t, a_t^k)). */
   values: number[];
   /** steps[k]. */
-  steps: StepResult<unknown>[];
+  steps: RolloutStep<unknown>[];
 }
 
 /**
@@ -117,6 +124,7 @@ export class CoLLMCCTrainer<T, S> {
   private readonly evalTasks: readonly T[];
   private readonly evalCallbacks: readonly EvalCallback<T, S>[];
   private readonly logger: MetricsSink | undefined;
+  private readonly rolloutMetrics: ((transitions: readonly JointTransition[]) => Record<string, number>) | undefined;
   private readonly settings: GenerationSettings;
   private readonly trainBatchSize: number;
   private readonly timer = new PhaseTimer();
@@ -165,6 +173,7 @@ export class CoLLMCCTrainer<T, S> {
     this.evalTasks = options.evalTasks ?? [];
     this.evalCallbacks = options.evalCallbacks ?? [];
     this.logger = options.logger;
+    this.rolloutMetrics = options.rolloutMetrics;
     this.settings = { maxNewTokens: config.max_new_tokens, temperature: config.temperature, topP: config.top_p, topK: config.top_k };
     this.trainBatchSize = config.train_batch_size ?? config.rollout_buffer_size;
 
@@ -279,20 +288,21 @@ export class CoLLMCCTrainer<T, S> {
       const jointIds = Array.from({ length: k }, (_, j) => this.criticInput(observations, groups.map((g) => g.texts[j]), globalInfo));
       const values = await this.timer.time('critic', () => predictDistinct((rows) => this.critic.predict(rows), jointIds));
 
-      // Joint action k = the k-th completion of every agent; one joint reward each.
-      const steps: StepResult<S>[] = [];
-      for (let j = 0; j < k; j++) {
-        const step = await this.timer.time('reward', () => env.step(state, groups.map((g) => g.texts[j])));
-        if (!Number.isFinite(step.reward)) throw new Error(`CoLLM-CC: env '${env.name}' returned a non-finite reward (${step.reward}) at turn ${t + 1}`);
-        steps.push(step);
-      }
-      turns.push({ globalInfo, observations, promptIds, groups, behaviour, jointIds, values, steps: steps as StepResult<unknown>[] });
-
-      // Multi-turn plays K = 1; the episode ends at the horizon, on done, or above the threshold.
-      const r = mean(steps.map((s) => s.reward));
+      // Joint action k = the k-th completion of every agent; one joint reward each. The episode
+      // goes on after this turn unless it is the last, or the reward is above the threshold.
       const threshold = config.early_termination_threshold;
-      if (t === config.num_turns - 1 || steps[0].done || (threshold !== null && r > threshold)) break;
-      state = steps[0].next;
+      const continues = (r: number) => t < config.num_turns - 1 && !(threshold !== null && r > threshold);
+      const steps: RolloutStep<S>[] = [];
+      for (let j = 0; j < k; j++) {
+        const actions = groups.map((g) => g.texts[j]);
+        steps.push(await this.timer.time('reward', () => rolloutStep(env, state, actions, continues, 'CoLLM-CC', t)));
+      }
+      turns.push({ globalInfo, observations, promptIds, groups, behaviour, jointIds, values, steps: steps as RolloutStep<unknown>[] });
+
+      // Multi-turn plays K = 1: its single joint step decides whether the episode goes on.
+      const last = steps[0];
+      if (!continues(last.reward) || last.done || last.next === null) break;
+      state = last.next;
     }
     return this.buildTransitions(episode, turns);
   }
@@ -337,7 +347,7 @@ export class CoLLMCCTrainer<T, S> {
           turn: t,
           generation: j,
           globalInfo: tr.globalInfo,
-          nextGlobalInfo: last ? this.env.globalInfo(step.next as S) : turns[t + 1].globalInfo,
+          nextGlobalInfo: last ? (step.next === null ? null : this.env.globalInfo(step.next as S)) : turns[t + 1].globalInfo,
           reward: step.reward,
           done: last,
           nextObservations: last ? null : turns[t + 1].observations,
@@ -414,7 +424,7 @@ export class CoLLMCCTrainer<T, S> {
       metrics.loss(mb.turn, null, 'value_loss', c.loss);
       metrics.gradNorm(null, 'grad_norm', c.gradNorm);
     }
-    this.lastUpdate = { ...metrics.record(transitions), optimizer_steps: this.optimizerSteps };
+    this.lastUpdate = { ...metrics.record(transitions), ...this.userRolloutMetrics(transitions), optimizer_steps: this.optimizerSteps };
     await this.maybeLog(this.lastUpdate);
     return this.lastUpdate;
   }
@@ -468,6 +478,15 @@ export class CoLLMCCTrainer<T, S> {
     metrics['eval/time_s'] = (performance.now() - t0) / 1000;
     await this.logger?.log(this.envStep, metrics);
     return { envStep: this.envStep, metrics, episodes };
+  }
+
+  private userRolloutMetrics(transitions: readonly JointTransition[]): MetricRecord {
+    const out: MetricRecord = {};
+    for (const [k, v] of Object.entries(this.rolloutMetrics?.(transitions) ?? {})) {
+      if (typeof v !== 'number') throw new Error(`rolloutMetrics: metric '${k}' must be a number, got ${typeof v}`);
+      out[`rollout/${k}`] = v;
+    }
+    return out;
   }
 
   private async maybeLog(update: MetricRecord): Promise<void> {

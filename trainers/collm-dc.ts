@@ -32,26 +32,28 @@ import { createCriticHead, headSpecFromHiddenDim, saveCriticHead, type CriticHea
 import { decentralizedCriticIds, globalInfoPrefixIds, sharedHeadIds } from '../src/critic/inputs.js';
 import { ValueModel, type CriticLM } from '../src/critic/value-model.js';
 import type { Agent } from '../src/decpomdp/agent.js';
-import type { GlobalInfo, LLMDecPOMDP, StepResult } from '../src/decpomdp/types.js';
+import type { GlobalInfo, LLMDecPOMDP } from '../src/decpomdp/types.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { createRng, rngFor, type Rng } from '../src/util/rng.js';
 import { parseCoLLMDCConfig, type CoLLMDCConfig, type CoLLMDCConfigInput } from './actor-critic-config.js';
 import { FlushMetrics } from './common/ac-metrics.js';
-import { actorStep, behaviourLogProbs, criticStep, sharedStep, type ActorRow, type RatioRecorder } from './common/actor-critic.js';
-import { mean } from './common/advantage.js';
-import { runEvalCallbacks, runEvalEpisodes, summarizeEval, type EvalCallback, type EvalEpisode } from './common/eval.js';
-import { encodePrompt, generateGroup, type CompletionGroup, type GenerationSettings } from './common/generation.js';
-import { evalKey, PhaseTimer, turnKey, type MetricRecord, type MetricsSink } from './common/metrics.js';
-import { agentDir, saveAgents } from './common/save.js';
 import {
   episodeSummary,
   EpochTurnStats,
   predictDistinct,
+  rolloutStep,
   turnGroupAdvantages,
   type ActorCriticEvalResult,
   type ActorCriticStateExtra,
   type ActorCriticTrainOptions,
+  type RolloutStep,
 } from './common/ac-trainer.js';
+import { actorStep, behaviourLogProbs, criticStep, sharedStep, type ActorRow, type RatioRecorder } from './common/actor-critic.js';
+import { mean } from './common/advantage.js';
+import { runEvalCallbacks, runEvalEpisodes, summarizeEval, type EvalCallback } from './common/eval.js';
+import { encodePrompt, generateGroup, type CompletionGroup, type GenerationSettings } from './common/generation.js';
+import { evalKey, PhaseTimer, turnKey, type MetricRecord, type MetricsSink } from './common/metrics.js';
+import { agentDir, saveAgents } from './common/save.js';
 import { checkTrainerState, optimizerStates, restoreOptimizers, type DatasetCursor, type TrainerState } from './common/state.js';
 
 /** Constructor arguments of {@link CoLLMDCTrainer}. */
@@ -75,6 +77,11 @@ export interface CoLLMDCTrainerOptions<T, S> {
   config?: CoLLMDCConfigInput;
   /** User metrics over eval episodes, logged as `eval/<key>`. */
   evalCallbacks?: readonly EvalCallback<T, S>[];
+  /**
+   * User metrics over the transitions of each update (CoMLRL's `metrics_callback`), merged into
+   * that update's record under `rollout/<key>`.
+   */
+  rolloutMetrics?: (transitions: readonly JointTransition[]) => Record<string, number>;
   /** Receives train and eval metrics at step = env_step. */
   logger?: MetricsSink;
 }
@@ -95,7 +102,7 @@ interface TurnRecord {
   /** values[i][k]. */
   values: number[][];
   /** steps[k]. */
-  steps: StepResult<unknown>[];
+  steps: RolloutStep<unknown>[];
 }
 
 /**
@@ -123,6 +130,7 @@ export class CoLLMDCTrainer<T, S> {
   private readonly evalTasks: readonly T[];
   private readonly evalCallbacks: readonly EvalCallback<T, S>[];
   private readonly logger: MetricsSink | undefined;
+  private readonly rolloutMetrics: ((transitions: readonly JointTransition[]) => Record<string, number>) | undefined;
   private readonly settings: GenerationSettings;
   private readonly trainBatchSize: number;
   private readonly timer = new PhaseTimer();
@@ -186,6 +194,7 @@ export class CoLLMDCTrainer<T, S> {
     this.evalTasks = options.evalTasks ?? [];
     this.evalCallbacks = options.evalCallbacks ?? [];
     this.logger = options.logger;
+    this.rolloutMetrics = options.rolloutMetrics;
     this.settings = { maxNewTokens: config.max_new_tokens, temperature: config.temperature, topP: config.top_p, topK: config.top_k };
     this.trainBatchSize = config.train_batch_size ?? config.rollout_buffer_size;
 
@@ -314,20 +323,21 @@ export class CoLLMDCTrainer<T, S> {
         values.push(await this.timer.time('critic', () => predictDistinct((rows) => this.critics[i].predict(rows), ids)));
       }
 
-      // Joint action k = the k-th completion of every agent; one joint reward each.
-      const steps: StepResult<S>[] = [];
-      for (let j = 0; j < k; j++) {
-        const step = await this.timer.time('reward', () => env.step(state, groups.map((g) => g.texts[j])));
-        if (!Number.isFinite(step.reward)) throw new Error(`CoLLM-DC: env '${env.name}' returned a non-finite reward (${step.reward}) at turn ${t + 1}`);
-        steps.push(step);
-      }
-      turns.push({ globalInfo, observations, promptIds, groups, behaviour, criticIds, values, steps: steps as StepResult<unknown>[] });
-
-      // Multi-turn plays K = 1; the episode ends at the horizon, on done, or above the threshold.
-      const r = mean(steps.map((s) => s.reward));
+      // Joint action k = the k-th completion of every agent; one joint reward each. The episode
+      // goes on after this turn unless it is the last, or the reward is above the threshold.
       const threshold = config.early_termination_threshold;
-      if (t === config.num_turns - 1 || steps[0].done || (threshold !== null && r > threshold)) break;
-      state = steps[0].next;
+      const continues = (r: number) => t < config.num_turns - 1 && !(threshold !== null && r > threshold);
+      const steps: RolloutStep<S>[] = [];
+      for (let j = 0; j < k; j++) {
+        const actions = groups.map((g) => g.texts[j]);
+        steps.push(await this.timer.time('reward', () => rolloutStep(env, state, actions, continues, 'CoLLM-DC', t)));
+      }
+      turns.push({ globalInfo, observations, promptIds, groups, behaviour, criticIds, values, steps: steps as RolloutStep<unknown>[] });
+
+      // Multi-turn plays K = 1: its single joint step decides whether the episode goes on.
+      const last = steps[0];
+      if (!continues(last.reward) || last.done || last.next === null) break;
+      state = last.next;
     }
     return this.buildTransitions(episode, turns);
   }
@@ -374,7 +384,7 @@ export class CoLLMDCTrainer<T, S> {
           turn: t,
           generation: j,
           globalInfo: tr.globalInfo,
-          nextGlobalInfo: last ? this.env.globalInfo(step.next as S) : turns[t + 1].globalInfo,
+          nextGlobalInfo: last ? (step.next === null ? null : this.env.globalInfo(step.next as S)) : turns[t + 1].globalInfo,
           reward: step.reward,
           done: last,
           nextObservations: last ? null : turns[t + 1].observations,
@@ -461,7 +471,7 @@ export class CoLLMDCTrainer<T, S> {
         metrics.ratio(mb.turn, recorder.ratios);
       }
     }
-    this.lastUpdate = { ...metrics.record(transitions), optimizer_steps: this.optimizerSteps };
+    this.lastUpdate = { ...metrics.record(transitions), ...this.userRolloutMetrics(transitions), optimizer_steps: this.optimizerSteps };
     await this.maybeLog(this.lastUpdate);
     return this.lastUpdate;
   }
@@ -528,6 +538,15 @@ export class CoLLMDCTrainer<T, S> {
   // -------------------------------------------------------------------------------------------
   // Metrics.
   // -------------------------------------------------------------------------------------------
+
+  private userRolloutMetrics(transitions: readonly JointTransition[]): MetricRecord {
+    const out: MetricRecord = {};
+    for (const [k, v] of Object.entries(this.rolloutMetrics?.(transitions) ?? {})) {
+      if (typeof v !== 'number') throw new Error(`rolloutMetrics: metric '${k}' must be a number, got ${typeof v}`);
+      out[`rollout/${k}`] = v;
+    }
+    return out;
+  }
 
   private async maybeLog(update: MetricRecord): Promise<void> {
     if (!this.logger) return;

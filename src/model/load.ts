@@ -1,5 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { activeBackend, initBackend } from '../backend/index.js';
 import { TfCausalLM } from './causal-lm.js';
 import { parseDecoderConfig, parseGenerationEos } from './config.js';
 import { loadCheckpointWeights } from './weights.js';
@@ -33,10 +35,18 @@ export async function loadCausalLM(dir: string, options: LoadCausalLMOptions = {
   const genEos = genRaw ? parseGenerationEos(genRaw, genFile) : undefined;
   const cfg = parseDecoderConfig(raw, configFile, genEos);
   const weights = loadCheckpointWeights(dir, cfg, options);
+  // Variables are created next: when nobody chose a backend yet (initBackend or tf.setBackend),
+  // start the default one rather than let tfjs pick its own with a console nag.
+  if (activeBackend() === null && !backendIsSet()) await initBackend();
   return new TfCausalLM(
     cfg,
     raw as Record<string, unknown>,
     weights,
     genRaw as Record<string, unknown> | null,
   );
+}
+
+/** Whether tfjs already has a backend instance (set by initBackend or tf.setBackend directly). */
+function backendIsSet(): boolean {
+  return (tf.engine() as unknown as { backendInstance: unknown }).backendInstance != null;
 }

@@ -4,6 +4,8 @@
  */
 import type { JointTransition } from '../../src/buffer/replay.js';
 import { normalizeAdvantages } from '../../src/buffer/targets.js';
+import { isStaged } from '../../src/decpomdp/staged.js';
+import type { LLMDecPOMDP } from '../../src/decpomdp/types.js';
 import { mean } from './advantage.js';
 import type { EvalEpisode } from './eval.js';
 import { turnKey, type MetricRecord } from './metrics.js';
@@ -121,4 +123,39 @@ export async function predictDistinct(predict: (rows: number[][]) => Promise<num
   const preds = await predict(unique.map((key) => [...rows[firstOf.get(key) as number]]));
   const byKey = new Map(unique.map((key, q) => [key, preds[q]]));
   return keys.map((key) => byKey.get(key) as number);
+}
+
+/** One joint step as the actor-critic rollouts use it; `next` is null when the transition was skipped. */
+export interface RolloutStep<S> {
+  readonly reward: number;
+  readonly next: S | null;
+  readonly done: boolean;
+  readonly info: Record<string, unknown>;
+}
+
+/**
+ * Applies a joint action. With a staged environment the reward comes first, and the (possibly
+ * costly: sandbox runs, expert feedback) transition is skipped when `continues(reward)` says the
+ * episode ends here anyway; `next` is then null and `done` true. Throws on a non-finite reward.
+ */
+export async function rolloutStep<T, S>(
+  env: LLMDecPOMDP<T, S>,
+  state: S,
+  actions: readonly string[],
+  continues: (reward: number) => boolean,
+  label: string,
+  turn: number,
+): Promise<RolloutStep<S>> {
+  const check = (r: number) => {
+    if (!Number.isFinite(r)) throw new Error(`${label}: env '${env.name}' returned a non-finite reward (${r}) at turn ${turn + 1}`);
+  };
+  if (isStaged(env)) {
+    const jr = await env.rewardOf(state, actions);
+    check(jr.reward);
+    if (!continues(jr.reward)) return { reward: jr.reward, next: null, done: true, info: { ...(jr.info ?? {}) } };
+    return env.transition(state, actions, jr);
+  }
+  const step = await env.step(state, actions);
+  check(step.reward);
+  return step;
 }
