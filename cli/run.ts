@@ -266,9 +266,6 @@ export function evalRowReward(row: Readonly<Record<string, MetricValue>>): numbe
   return seen ? sum : undefined;
 }
 
-/** Metric names (last key segment) drawn in rewards.png: CoMLRL's reward and return names. */
-export const REWARD_PLOT_PATTERN = /^(reward_mean|expected_return|epoch_reward_mean|epoch_avg_return|mean_reward|mean_return|return_mean|episode_reward_mean|final_reward_mean|score|iou|hp)$/;
-
 /**
  * Runs (or resumes) training as the config says. Returns when training completes or stops early;
  * throws on errors (a refused resume throws before touching the run directory).
@@ -424,7 +421,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       // Plots refreshed with checkpoints (at most once a minute: rendering grows with the log).
       if (config.output.plots && logger && performance.now() - lastPlot > 60_000) {
         lastPlot = performance.now();
-        await writePlots(runDir, logger.rows(), { title: `${config.dataset.task} · ${config.trainer}`, rewardPattern: REWARD_PLOT_PATTERN }).catch(() => []);
+        await writePlots(runDir, logger.rows(), { title: `${config.dataset.task} · ${config.trainer}` }).catch(() => []);
       }
     };
 
@@ -467,7 +464,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
         for (let i = 0; i < trainer.agents.length; i++) await trainer.agents[i].model.save(path.join(finalDir, `agent_${i}`), { dtype: config.output.save_dtype });
       }
     }
-    const plots = config.output.plots ? (await writePlots(runDir, logger.rows(), { title: `${config.dataset.task} · ${config.trainer}`, rewardPattern: REWARD_PLOT_PATTERN })).flatMap((p) => [p.png, p.svg]) : [];
+    const plots = config.output.plots ? (await writePlots(runDir, logger.rows(), { title: `${config.dataset.task} · ${config.trainer}` })).flatMap((p) => [p.png, p.svg]) : [];
     const seconds = elapsedBefore + (performance.now() - t0) / 1000;
     const mem = peakMemory();
     const sessionSeconds = (performance.now() - t0) / 1000;

@@ -10,7 +10,7 @@ import type { Agent } from '../src/decpomdp/agent.js';
 import { ToyCoordEnv, toyTasks, toyWords } from '../envs/toy/index.js';
 import { CoLLMCCTrainer } from '../trainers/collm-cc.js';
 import { CoLLMDCTrainer } from '../trainers/collm-dc.js';
-import { tinyCritic } from './collm-helpers.js';
+import { disposeCritics, toyCritics } from './collm-helpers.js';
 import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
 
 let cleanup: () => Promise<void>;
@@ -26,11 +26,11 @@ beforeAll(async () => {
     { name: 'a0', arch: 'qwen3', seed: 1, words: [...toyWords] },
     { name: 'a1', arch: 'qwen3', seed: 2, words: [...toyWords] },
   ]);
-  critics = [await tinyCritic(dir, 'c0', 3, toyWords), await tinyCritic(dir, 'c1', 4, toyWords), await tinyCritic(dir, 'cc', 5, toyWords)];
+  critics = await toyCritics(dir);
 });
 afterAll(async () => {
   disposeAgents(agents);
-  for (const c of critics) c.model.dispose();
+  disposeCritics(critics);
   await cleanup();
 });
 

@@ -13,7 +13,7 @@ import type { JointTransition } from '../src/buffer/replay.js';
 import { createCriticHead, loadCriticHead, type CriticHead } from '../src/critic/heads.js';
 import type { CriticLM } from '../src/critic/value-model.js';
 import type { Agent } from '../src/decpomdp/agent.js';
-import type { GlobalInfo, LLMDecPOMDP, StepResult } from '../src/decpomdp/types.js';
+import type { GlobalInfo, LLMDecPOMDP, ObservationRendering, StepResult } from '../src/decpomdp/types.js';
 import { loadCausalLM } from '../src/model/load.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { rngFor } from '../src/util/rng.js';
@@ -27,8 +27,9 @@ import {
 import { CoLLMCCTrainer } from '../trainers/collm-cc.js';
 import { CoLLMDCTrainer } from '../trainers/collm-dc.js';
 import { actorObjective, actorStep, behaviourLogProbs, type ActorRow } from '../trainers/common/actor-critic.js';
+import { encodePrompt } from '../trainers/common/generation.js';
 import { ACTOR_CRITIC_PRESET_NAMES, actorCriticPreset } from '../trainers/presets.js';
-import { tinyCritic } from './collm-helpers.js';
+import { disposeCritics, toyCritics } from './collm-helpers.js';
 import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -219,11 +220,11 @@ beforeAll(async () => {
     { name: 'a0', arch: 'qwen3', seed: 1, words: [...toyWords] },
     { name: 'a1', arch: 'llama', seed: 2, words: [...toyWords] },
   ]);
-  critics = [await tinyCritic(dir, 'c0', 3, toyWords), await tinyCritic(dir, 'c1', 4, toyWords), await tinyCritic(dir, 'cc', 5, toyWords)];
+  critics = await toyCritics(dir);
 });
 afterAll(async () => {
   disposeAgents(agents);
-  for (const c of critics) c.model.dispose();
+  disposeCritics(critics);
   await cleanup();
 });
 
@@ -348,6 +349,53 @@ describe('TD targets on scripted rewards with fixed critic values', () => {
     expect(isSub(enc('[Agent 1] partner gold none'))).toBe(true);
     expect(isSub(enc('[Global Info] turn 2 of 2; last reward: 0 (max 1)'))).toBe(true);
     trainer.dispose();
+  });
+});
+
+describe("an env's prompt rendering", () => {
+  /**
+   * The scripted env with a rendering, as HouseBuild has: turn 1 raw for both agents; later turns
+   * agent 0 through the chat template with the task's system prompt, agent 1 raw.
+   */
+  class RenderedScriptedEnv extends ScriptedEnv {
+    rendering(s: ScriptState, agent: number): ObservationRendering {
+      return s.turn === 0 || agent === 1 ? { kind: 'raw' } : { kind: 'chat', system: 'cue', user: this.observe(s, agent) };
+    }
+  }
+
+  it('CoLLM-CC and CoLLM-DC encode every prompt with it (chat agents get the raw observation where it says raw)', async () => {
+    // Chat agents: without the rendering their prompts would go through the chat template.
+    const chatAgents: Agent[] = agents.map((a) => ({ ...a, chat: { system: 'none' } }));
+    const env = new RenderedScriptedEnv([0.1, 0.2]);
+    expect(encodePrompt(chatAgents[0], 'cue red')).not.toEqual(chatAgents[0].tokenizer.encode('cue red'));
+    const config = { ...fast, num_turns: 2, early_termination_threshold: null, eval_num_samples: 1 };
+    const cc = new CoLLMCCTrainer({ agents: chatAgents, critic: critics[2], env, trainTasks: tasks, config });
+    const dcSeparate = new CoLLMDCTrainer({ agents: chatAgents, critics: [critics[0], critics[1]], env, trainTasks: tasks, config });
+    // A shared head reads the actor's prompt ids: its critic input shows the rendering too.
+    const dcShared = new CoLLMDCTrainer({ agents: chatAgents, env, trainTasks: tasks, evalTasks: [tasks[0]], config: { ...config, use_separate_critic: false } });
+    for (const trainer of [cc, dcSeparate, dcShared]) {
+      const trs = await trainer.rollout(tasks[0]);
+      expect(trs.map((t) => t.turn)).toEqual([0, 1]);
+      for (const i of [0, 1]) {
+        const obs = trs.map((t) => t.agents[i].observation);
+        expect(trs[0].agents[i].promptIds).toEqual(chatAgents[i].tokenizer.encode(obs[0]));
+        const turn2 = i === 1 ? chatAgents[i].tokenizer.encode(obs[1]) : encodePrompt(chatAgents[i], 'ignored', { kind: 'chat', system: 'cue', user: obs[1] });
+        expect(trs[1].agents[i].promptIds).toEqual(turn2);
+        expect(trs.map((t) => t.agents[i].prompt)).toEqual(trs.map((t) => chatAgents[i].tokenizer.decode(t.agents[i].promptIds)));
+      }
+    }
+    const trs = await dcShared.rollout(tasks[1]);
+    for (const t of trs) t.agents.forEach((a) => expect(a.criticIds).toEqual(a.promptIds));
+
+    // Evaluation: the shared head values the rendered prompts (turn 1: the raw observations).
+    const ev = await dcShared.evaluate();
+    const obs = ev.episodes[0].observations[0];
+    const raw = await Promise.all([0, 1].map(async (i) => (await dcShared.critics[i].predict([chatAgents[i].tokenizer.encode(obs[i])]))[0]));
+    const templated = await Promise.all([0, 1].map(async (i) => (await dcShared.critics[i].predict([encodePrompt(chatAgents[i], obs[i])]))[0]));
+    expect(ev.metrics['eval/turn_1/value_pred_mean']).toBeCloseTo((raw[0] + raw[1]) / 2, 6);
+    // The check tells the two apart: the templated prompts give another value.
+    expect(Math.abs((templated[0] + templated[1]) / 2 - (raw[0] + raw[1]) / 2)).toBeGreaterThan(1e-3);
+    for (const trainer of [cc, dcSeparate, dcShared]) trainer.dispose();
   });
 });
 

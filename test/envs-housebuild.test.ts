@@ -1,7 +1,8 @@
 import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadHouseBuildTasks } from '../src/data/index.js';
-import { runEpisode } from '../src/decpomdp/index.js';
+import { runEpisode, type CoMLRLState } from '../src/decpomdp/index.js';
+import type { HouseBuildTask } from '../src/data/schemas.js';
 import { HOUSEBUILD_PAPER_REWARD_SHIFT, HouseBuildEnv } from '../envs/index.js';
 
 interface FollowUp {
@@ -38,7 +39,7 @@ describe('HouseBuildEnv', async () => {
     const partial = followUp('partial_no_kill', 'score_feedback');
     const script = [partial.agent_completions, [perfect.agent1, perfect.agent2], ['', 'not a command'], [perfect.agent1, perfect.agent2]];
     const seen: string[][] = [];
-    const ep = await runEpisode(env, task0002, (obs, _s, turn) => {
+    const ep = await runEpisode<HouseBuildTask, CoMLRLState<HouseBuildTask>>(env, task0002, (obs, _s, turn) => {
       seen.push([...obs]);
       return script[turn];
     });

@@ -106,7 +106,7 @@ describe('task paper metrics', () => {
     const played = [];
     for (const action of [['/kill', wall], ['', '']]) {
       const ep = await runEpisode(task.env, task.evalTasks[0], () => action);
-      played.push({ ...ep, task: task.evalTasks[0], states: [], observations: [], completions: [action], completionIds: [], returns: [], infos: ep.steps.map((s) => s.info) });
+      played.push({ ...ep, task: task.evalTasks[0], states: [], observations: [], completions: [action], completionIds: [], rewards: ep.steps.map((s) => s.reward), returns: [], infos: ep.steps.map((s) => s.info) });
     }
     const m = task.paperMetrics([[played[0]], [played[1]]], [1]);
     expect(m['housebuild/kill_rate']).toBe(0.5);

@@ -17,6 +17,7 @@ import {
   splitMetricKey,
   writePlots,
   type MetricsRow,
+  REWARD_METRIC_PATTERN,
 } from '../src/logging/index.js';
 
 const dirs: string[] = [];
@@ -172,6 +173,12 @@ describe('plots', () => {
     const loss = collectPoints(rows, /loss/i);
     expect(loss.filter((p) => p.series === 'critic').map((p) => p.x)).toEqual([0, 2, 4]);
     expect(collectPoints(rows, /value_pred/).map((p) => p.x)).toEqual([0, 1, 3, 4, 5]);
+  });
+
+  it('the default reward figure takes reward/return/paper metrics, not timing or spread keys', () => {
+    const keys = [{ step: 1, 'turn_1/reward_mean': 0.5, 'eval/turn_1/mean_return': 0.7, 'time/reward_s': 0.01, zero_reward_spread_frac: 0.2, 'eval/iou': 0.3 }];
+    const panels = collectPoints(keys, REWARD_METRIC_PATTERN).map((p) => p.panel).sort();
+    expect(panels).toEqual(['eval/iou', 'eval/mean_return', 'reward_mean']);
   });
 
   it('writes PNG + SVG figures for rewards and losses; figures without data are skipped', async () => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { numpyMean, numpyPairwiseSum } from '../rewards/tldr/numpy-mean.js';
-import { pyFloatRepr, pyFormatFixed, pyInt, pyLen, pySplit, pySplitLines } from '../rewards/tldr/python-text.js';
+import { pyFloatRepr, pyFormatFixed, pyInt, pyLen, pySplit, pySplitLines } from '../src/util/python-text.js';
 import {
   checkTldrNumTurns,
   splitGrpoResponse,

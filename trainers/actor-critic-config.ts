@@ -14,7 +14,7 @@
  * CoMLRL 1.3.6's update exactly (apart from the deliberate differences in the README).
  */
 import { z } from 'zod';
-import { betaField, boolField, enumField, finiteNumber, intAtLeast, parseConfig } from './common/config.js';
+import { boolField, enumField, finiteNumber, intAtLeast, parseConfig, runSettingsFields } from './common/config.js';
 
 /** `v`: V(h) read at the last prompt token; `q`: Q(h, a) read at the last response token. */
 export const CRITIC_TYPES = ['v', 'q'] as const;
@@ -85,24 +85,9 @@ function sharedFields(useGlobalInfoDefault: boolean) {
     use_global_info: boolField('use_global_info').default(useGlobalInfoDefault),
 
     // ---- comlrl run settings (as in MAGRPO) ----
-    /** Seed of every random stream (sampling, head init, minibatch order, eval sampling). */
-    seed: intAtLeast('seed', 0).default(0),
-    /** Clip each model's global gradient norm to this before its AdamW step; null: no clipping (CoMLRL). */
-    max_grad_norm: finiteNumber('max_grad_norm', { min: 0, exclusiveMin: true }).nullable().default(null),
-    /** AdamW decoupled weight decay (torch default), actors and critics. */
-    weight_decay: finiteNumber('weight_decay', { min: 0 }).default(0.01),
-    /** AdamW β1, β2 (torch defaults). */
-    adam_betas: z
-      .tuple([betaField('adam_betas[0]'), betaField('adam_betas[1]')], {
-        error: 'adam_betas must be a pair [beta1, beta2] of numbers in [0, 1)',
-      })
-      .default([0.9, 0.999]),
-    /** AdamW ε (torch default). */
-    adam_eps: finiteNumber('adam_eps', { min: 0, exclusiveMin: true }).default(1e-8),
-    /** Argmax decoding at evaluation (CoMLRL samples with the training settings). */
-    eval_greedy: boolField('eval_greedy').default(false),
-    /** Completions per scoring forward/backward pass (gradients are summed); null: the whole minibatch. */
-    scoring_batch_size: intAtLeast('scoring_batch_size', 1).nullable().default(null),
+    ...runSettingsFields(),
+
+    // ---- comlrl critic settings ----
     /** Registered value-head kind for every head; null → by hidden dim (mlp if set, else linear). */
     critic_head: z.string({ error: 'critic_head must be a registered head name (e.g. "linear", "mlp") or null' }).min(1, {
       error: 'critic_head must be a registered head name (e.g. "linear", "mlp") or null',
@@ -154,6 +139,9 @@ export type CoLLMDCConfig = z.output<typeof dcSchema>;
 export type CoLLMCCConfigInput = z.input<typeof ccSchema>;
 /** CoLLM-CC config after validation and defaults. */
 export type CoLLMCCConfig = z.output<typeof ccSchema>;
+
+/** The fields both validated actor-critic configs have (what the shared actor-critic code reads). */
+export type ActorCriticConfig = Pick<CoLLMDCConfig, keyof CoLLMDCConfig & keyof CoLLMCCConfig>;
 
 /** Every accepted CoLLM-DC field name. */
 export const COLLM_DC_CONFIG_FIELDS: readonly string[] = Object.keys(dcSchema.shape);

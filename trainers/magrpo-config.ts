@@ -11,7 +11,7 @@
  */
 import { z } from 'zod';
 import { ADVANTAGE_MODES } from './common/advantage.js';
-import { betaField, boolField, enumField, finiteNumber, intAtLeast, parseConfig } from './common/config.js';
+import { boolField, enumField, finiteNumber, intAtLeast, parseConfig, runSettingsFields } from './common/config.js';
 
 /** How the agents' K samples form joint actions at a tree node. */
 export const JOINT_MODES = ['aligned', 'cross'] as const;
@@ -68,27 +68,7 @@ const schema = z.strictObject({
   advantage_mode: enumField('advantage_mode', ADVANTAGE_MODES).default('mean'),
 
   // ---- comlrl additions ----
-  /** Seed of every random stream (sampling, minibatch order, eval sampling). */
-  seed: intAtLeast('seed', 0).default(0),
-  /** Clip each agent's global gradient norm to this value before the AdamW step; null: no clipping (CoMLRL). */
-  max_grad_norm: finiteNumber('max_grad_norm', { min: 0, exclusiveMin: true }).nullable().default(null),
-  /** AdamW decoupled weight decay (torch default). */
-  weight_decay: finiteNumber('weight_decay', { min: 0 }).default(0.01),
-  /** AdamW β1, β2 (torch defaults). */
-  adam_betas: z
-    .tuple([betaField('adam_betas[0]'), betaField('adam_betas[1]')], {
-      error: 'adam_betas must be a pair [beta1, beta2] of numbers in [0, 1)',
-    })
-    .default([0.9, 0.999]),
-  /** AdamW ε (torch default). */
-  adam_eps: finiteNumber('adam_eps', { min: 0, exclusiveMin: true }).default(1e-8),
-  /** Argmax decoding at evaluation (CoMLRL samples with the training settings). */
-  eval_greedy: boolField('eval_greedy').default(false),
-  /**
-   * Completions per scoring forward/backward pass; gradients of the chunks are summed before the
-   * single optimizer step, so this bounds memory without changing the update. null: the whole minibatch.
-   */
-  scoring_batch_size: intAtLeast('scoring_batch_size', 1).nullable().default(null),
+  ...runSettingsFields(),
 });
 
 /** MAGRPO config as written by users (every field optional; snake_case as in CoMLRL). */

@@ -19,26 +19,18 @@
  * token is scored (EOS included, padding never; CoMLRL drops the last token and scores padding),
  * joint_mode is 'aligned' | 'cross' only, non-finite losses raise, random streams are seeded.
  */
-import type { Agent } from '../src/decpomdp/agent.js';
 import { isStaged } from '../src/decpomdp/staged.js';
-import type { LLMDecPOMDP, StepResult } from '../src/decpomdp/types.js';
-import { AdamW } from '../src/optim/adamw.js';
-import { createRng, rngFor, type Rng } from '../src/util/rng.js';
+import type { StepResult } from '../src/decpomdp/types.js';
+import type { AdamW } from '../src/optim/adamw.js';
 import { groupAdvantages, hasZeroSpread, mean } from './common/advantage.js';
-import {
-  evalTurnMetrics,
-  runEvalCallbacks,
-  runEvalEpisodes,
-  summarizeEval,
-  type EvalCallback,
-  type EvalEpisode,
-} from './common/eval.js';
-import { encodePrompt, generateGroup, type CompletionGroup, type GenerationSettings } from './common/generation.js';
+import { evalTurnMetrics, runEvalCallbacks, summarizeEval, type EvalEpisode } from './common/eval.js';
+import { encodePrompt, generateGroup, type CompletionGroup } from './common/generation.js';
 import { policyGradientStep, type PolicyGradientRow } from './common/loss.js';
-import { agentKey, PhaseTimer, turnKey, type MetricRecord, type MetricsSink } from './common/metrics.js';
+import { agentKey, turnKey, type MetricRecord } from './common/metrics.js';
 import { groupByTurn, shuffledMinibatches } from './common/minibatch.js';
 import { saveAgents } from './common/save.js';
-import { checkTrainerState, optimizerStates, restoreOptimizers, type DatasetCursor, type TrainerState } from './common/state.js';
+import type { TrainerState } from './common/state.js';
+import { assertFiniteReward, TrainerBase, type TrainerInputs, type TrainOptions } from './common/trainer.js';
 import { parseMAGRPOConfig, type JointMode, type MAGRPOConfig, type MAGRPOConfigInput } from './magrpo-config.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -178,27 +170,13 @@ export interface MAGRPOStateExtra {
 export type MAGRPOTrainerState = TrainerState<MAGRPOStateExtra>;
 
 /** Constructor arguments of {@link MAGRPOTrainer}. */
-export interface MAGRPOTrainerOptions<T, S> {
-  /** The n agents (separate model objects; vocabularies may differ). */
-  agents: readonly Agent[];
-  env: LLMDecPOMDP<T, S>;
-  trainTasks: readonly T[];
-  evalTasks?: readonly T[];
+export interface MAGRPOTrainerOptions<T, S> extends TrainerInputs<T, S> {
   /** CoMLRL MAGRPOConfig fields (snake_case) plus comlrl extras; see magrpo-config.ts. */
   config?: MAGRPOConfigInput;
-  /** User metrics over eval episodes, logged as `eval/<key>`. */
-  evalCallbacks?: readonly EvalCallback<T, S>[];
-  /** Receives train and eval metrics at step = env_step. */
-  logger?: MetricsSink;
 }
 
 /** Options of {@link MAGRPOTrainer.train}. */
-export interface MAGRPOTrainOptions {
-  /** Stop after this many training items in this call (the cursor lets a later call continue). */
-  maxItems?: number;
-  /** Called after each training item (e.g. to checkpoint with exportState()). */
-  onItemEnd?: (progress: { epoch: number; index: number; envStep: number }) => void | Promise<void>;
-}
+export type MAGRPOTrainOptions = TrainOptions;
 
 /** One evaluation's results. */
 export interface MAGRPOEvalResult<T, S> {
@@ -224,141 +202,51 @@ interface UpdateWindow {
  * await trainer.save('out');
  * ```
  */
-export class MAGRPOTrainer<T, S> {
-  /** The validated config with defaults. */
-  readonly config: MAGRPOConfig;
-  readonly agents: readonly Agent[];
-  readonly env: LLMDecPOMDP<T, S>;
+export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
   /** One AdamW per agent. */
   readonly optimizers: readonly AdamW[];
 
-  private readonly trainTasks: readonly T[];
-  private readonly evalTasks: readonly T[];
-  private readonly evalCallbacks: readonly EvalCallback<T, S>[];
-  private readonly logger: MetricsSink | undefined;
+  /** K: completions per agent at every node. */
   private readonly k: number;
-  private readonly trainBatchSize: number;
-  private readonly settings: GenerationSettings;
-
-  private samplingRng: Rng;
-  private minibatchRng: Rng;
   private buffers: NodeSample[][];
-  private cursor: DatasetCursor = { epoch: 0, index: 0 };
-  private envStep = 0;
-  private optimizerSteps = 0;
-  private lastLogEnvStep: number | null = null;
   private epochTurnStats = new Map<number, { nodes: number; rewardSum: number; returnSum: number }>();
-  private readonly timer = new PhaseTimer();
   private tokensWindow: number[];
   private completionsWindow: number[];
   private updateWindow: UpdateWindow[];
 
   constructor(options: MAGRPOTrainerOptions<T, S>) {
-    const config = parseMAGRPOConfig(options.config ?? {});
-    const { agents, env } = options;
-    const n = agents.length;
-    if (n < 1) throw new Error('MAGRPOTrainer: agents must hold at least one agent');
-    if (config.num_agents !== undefined && config.num_agents !== n) {
-      throw new Error(`MAGRPOTrainer: config num_agents is ${config.num_agents} but ${n} agents were given`);
-    }
-    if (env.numAgents !== n) throw new Error(`MAGRPOTrainer: env '${env.name}' has ${env.numAgents} agents but ${n} agents were given`);
-    if (config.num_turns > env.horizon) {
-      throw new Error(`MAGRPOTrainer: num_turns ${config.num_turns} exceeds env '${env.name}' horizon ${env.horizon}`);
-    }
-    for (let i = 0; i < n; i++) {
-      for (let j = 0; j < i; j++) {
-        if (agents[i].model === agents[j].model) {
-          throw new Error(`MAGRPOTrainer: agents ${j} and ${i} share one model object; homogeneous agents must be separate copies`);
-        }
-      }
-    }
-    if (options.trainTasks.length === 0) throw new Error('MAGRPOTrainer: trainTasks is empty');
-
-    this.config = config;
-    this.agents = [...agents];
-    this.env = env;
-    this.trainTasks = options.trainTasks;
-    this.evalTasks = options.evalTasks ?? [];
-    this.evalCallbacks = options.evalCallbacks ?? [];
-    this.logger = options.logger;
+    super({ className: 'MAGRPOTrainer', label: 'MAGRPO', stateTag: 'magrpo' }, parseMAGRPOConfig(options.config ?? {}), options);
+    const { agents, config } = this;
     this.k = config.num_generations;
-    this.trainBatchSize = config.train_batch_size ?? config.rollout_buffer_size;
-    this.settings = {
-      maxNewTokens: config.max_new_tokens,
-      temperature: config.temperature,
-      topP: config.top_p,
-      topK: config.top_k,
-    };
-    this.optimizers = agents.map(
-      (a) =>
-        new AdamW(a.model.trainableVariables(), {
-          lr: config.agent_learning_rate,
-          betas: config.adam_betas,
-          eps: config.adam_eps,
-          weightDecay: config.weight_decay,
-        }),
-    );
-    this.samplingRng = rngFor(config.seed, 'sampling');
-    this.minibatchRng = rngFor(config.seed, 'minibatch');
+    this.optimizers = agents.map((a) => this.adamW(a.model.trainableVariables(), config.agent_learning_rate));
     this.buffers = agents.map(() => []);
     this.tokensWindow = agents.map(() => 0);
     this.completionsWindow = agents.map(() => 0);
     this.updateWindow = agents.map(() => ({ steps: 0, lossSum: 0, gradNormSum: 0 }));
   }
 
-  /** Joint actions evaluated so far (CoMLRL's `env_step`, the logging x-axis). */
-  get envSteps(): number {
-    return this.envStep;
-  }
-
-  /** Optimizer steps taken so far, summed over agents. */
-  get updateSteps(): number {
-    return this.optimizerSteps;
-  }
-
-  /** The next training item (epoch, index). */
-  get datasetCursor(): DatasetCursor {
-    return { ...this.cursor };
-  }
-
   // -------------------------------------------------------------------------------------------
-  // Training loop.
+  // Training loop (the epochs and the eval schedule are in common/trainer.ts).
   // -------------------------------------------------------------------------------------------
 
-  /**
-   * Runs the remaining epochs from the current cursor: per task, eval when due, expand the rollout
-   * tree, buffer its samples and update full buffers; at epoch end flush every buffer.
-   */
-  async train(options: MAGRPOTrainOptions = {}): Promise<void> {
-    const { num_train_epochs: epochs, eval_interval: evalInterval } = this.config;
-    let items = 0;
-    while (this.cursor.epoch < epochs) {
-      while (this.cursor.index < this.trainTasks.length) {
-        if (options.maxItems !== undefined && items >= options.maxItems) return;
-        const index = this.cursor.index;
-        // CoMLRL evaluates when batch_idx % eval_interval == 0, i.e. also before the first item of each epoch.
-        if (evalInterval > 0 && this.evalTasks.length > 0 && index % evalInterval === 0) await this.evaluate();
-
-        const root = await this.rolloutTree(this.trainTasks[index]);
-        const samples = treeSamples(root, this.agents.length, this.k, this.config.joint_mode);
-        for (let a = 0; a < this.agents.length; a++) {
-          for (const sample of samples[a]) {
-            this.buffers[a].push(sample);
-            if (this.buffers[a].length >= this.config.rollout_buffer_size) await this.updateAgent(a);
-          }
-        }
-        this.recordTree(root);
-
-        this.cursor = { epoch: this.cursor.epoch, index: index + 1 };
-        items++;
-        await this.maybeLogTrain(root);
-        await options.onItemEnd?.({ epoch: this.cursor.epoch, index, envStep: this.envStep });
+  /** One task: expand its rollout tree, buffer every agent's samples and update each full buffer. */
+  protected async trainOn(task: T): Promise<void> {
+    const root = await this.rolloutTree(task);
+    const samples = treeSamples(root, this.agents.length, this.k, this.config.joint_mode);
+    for (let a = 0; a < this.agents.length; a++) {
+      for (const sample of samples[a]) {
+        this.buffers[a].push(sample);
+        if (this.buffers[a].length >= this.config.rollout_buffer_size) await this.updateAgent(a);
       }
-      // Epoch end: whatever is left in the buffers is trained on too.
-      for (let a = 0; a < this.agents.length; a++) if (this.buffers[a].length > 0) await this.updateAgent(a);
-      await this.logEpochEnd();
-      this.cursor = { epoch: this.cursor.epoch + 1, index: 0 };
     }
+    this.recordTree(root);
+    await this.maybeLogTrain(root);
+  }
+
+  /** Epoch end: whatever is left in the buffers is trained on too. */
+  protected async endEpoch(): Promise<void> {
+    for (let a = 0; a < this.agents.length; a++) if (this.buffers[a].length > 0) await this.updateAgent(a);
+    await this.logEpochEnd();
   }
 
   // -------------------------------------------------------------------------------------------
@@ -421,8 +309,7 @@ export class MAGRPOTrainer<T, S> {
   }
 
   private checkRewards(rewards: readonly number[], turn: number): void {
-    const bad = rewards.find((r) => !Number.isFinite(r));
-    if (bad !== undefined) throw new Error(`MAGRPO: env '${this.env.name}' returned a non-finite reward (${bad}) at turn ${turn + 1}`);
+    for (const r of rewards) assertFiniteReward(this.names.label, this.env.name, r, turn);
   }
 
   // -------------------------------------------------------------------------------------------
@@ -474,18 +361,7 @@ export class MAGRPOTrainer<T, S> {
    */
   async evaluate(): Promise<MAGRPOEvalResult<T, S>> {
     const t0 = performance.now();
-    const tasks = this.evalTasks.slice(0, this.config.eval_num_samples);
-    const episodes = await runEvalEpisodes({
-      agents: this.agents,
-      env: this.env,
-      tasks,
-      numTurns: this.config.num_turns,
-      batchSize: this.config.eval_batch_size,
-      settings: { ...this.settings, greedy: this.config.eval_greedy },
-      rng: rngFor(this.config.seed, 'eval'),
-      discount: this.config.discount,
-      earlyTerminationThreshold: null,
-    });
+    const episodes = await this.playEvalEpisodes(null);
     const metrics: MetricRecord = {
       ...evalTurnMetrics(summarizeEval(episodes)),
       ...(await runEvalCallbacks(this.evalCallbacks, episodes)),
@@ -511,9 +387,7 @@ export class MAGRPOTrainer<T, S> {
 
   /** Train metrics of the latest tree plus the window since the last log, throttled by `logging_steps`. */
   private async maybeLogTrain(root: RolloutNode<S>): Promise<void> {
-    if (!this.logger) return;
-    if (this.lastLogEnvStep !== null && this.envStep - this.lastLogEnvStep < this.config.logging_steps) return;
-    this.lastLogEnvStep = this.envStep;
+    if (!this.trainLogDue()) return;
     const m: MetricRecord = { epoch: this.cursor.epoch, optimizer_steps: this.optimizerSteps };
     const byTurn = new Map<number, RolloutNode<S>[]>();
     for (const node of treeNodes(root)) byTurn.set(node.turn, [...(byTurn.get(node.turn) ?? []), node]);
@@ -541,7 +415,7 @@ export class MAGRPOTrainer<T, S> {
     }
     m.tokens_generated = tokens;
     Object.assign(m, this.timer.drain('time/'));
-    await this.logger.log(this.envStep, m);
+    await this.logger?.log(this.envStep, m);
   }
 
   private async logEpochEnd(): Promise<void> {
@@ -567,40 +441,19 @@ export class MAGRPOTrainer<T, S> {
 
   /** Everything besides the weights needed to resume exactly: counters, cursor, streams, AdamW moments, buffers. */
   exportState(): MAGRPOTrainerState {
-    return {
-      format: 'comlrl-trainer-state',
-      version: 1,
-      trainer: 'magrpo',
-      numAgents: this.agents.length,
-      counters: {
-        env_step: this.envStep,
-        optimizer_steps: this.optimizerSteps,
-        last_log_env_step: this.lastLogEnvStep ?? -1,
-      },
-      cursor: { ...this.cursor },
-      rng: { sampling: this.samplingRng.state(), minibatch: this.minibatchRng.state() },
-      optimizers: optimizerStates(this.optimizers),
-      extra: {
-        buffers: this.buffers.map((b) => b.map((s) => structuredClone(s))),
-        epochTurnStats: [...this.epochTurnStats.entries()].map(([turn, s]) => ({ turn, ...s })),
-      },
-    };
+    return this.snapshot(this.optimizers, {
+      buffers: this.buffers.map((b) => b.map((s) => structuredClone(s))),
+      epochTurnStats: [...this.epochTurnStats.entries()].map(([turn, s]) => ({ turn, ...s })),
+    });
   }
 
   /** Restores a snapshot from {@link MAGRPOTrainer.exportState} (load the saved weights into the agents first). */
   importState(state: MAGRPOTrainerState): void {
-    checkTrainerState(state, 'magrpo', this.agents.length, this.optimizers.length);
-    if (state.extra.buffers.length !== this.agents.length) {
-      throw new Error(`importState: ${state.extra.buffers.length} rollout buffers for ${this.agents.length} agents`);
-    }
-    restoreOptimizers(this.optimizers, state.optimizers);
-    this.samplingRng = createRng(0, state.rng.sampling);
-    this.minibatchRng = createRng(0, state.rng.minibatch);
-    this.cursor = { ...state.cursor };
-    this.envStep = state.counters.env_step ?? 0;
-    this.optimizerSteps = state.counters.optimizer_steps ?? 0;
-    const last = state.counters.last_log_env_step ?? -1;
-    this.lastLogEnvStep = last < 0 ? null : last;
+    this.restoreSnapshot(state, this.optimizers, (extra) => {
+      if (extra.buffers.length !== this.agents.length) {
+        throw new Error(`importState: ${extra.buffers.length} rollout buffers for ${this.agents.length} agents`);
+      }
+    });
     this.buffers = state.extra.buffers.map((b) => b.map((s) => structuredClone(s)));
     this.epochTurnStats = new Map(state.extra.epochTurnStats.map(({ turn, ...s }) => [turn, s]));
   }

@@ -40,8 +40,22 @@ export const DEMO_USAGE = formatUsage(
   OPTIONS,
 );
 
+/** CoLLM-DC and CoLLM-CC share their demo settings: the trainers differ in critic layout only. */
+const ACTOR_CRITIC_DEMO = {
+  steps: 320,
+  config: {
+    num_turns: 1,
+    num_generations: 8,
+    max_new_tokens: 2,
+    agent_learning_rate: 3e-3,
+    critic_learning_rate: 1e-3,
+    rollout_buffer_size: 16,
+    early_termination_threshold: null,
+  },
+};
+
 /** Per-trainer demo settings (tuned on 2 CPU cores; see docs/cli.md for the measured times). */
-const DEMO_TRAINERS: Record<TrainerName, { section: string; steps: number; config: Record<string, unknown> }> = {
+const DEMO_TRAINERS: Record<TrainerName, { section: string; steps: number; config: Readonly<Record<string, unknown>> }> = {
   magrpo: {
     section: 'magrpo',
     steps: 320,
@@ -54,32 +68,8 @@ const DEMO_TRAINERS: Record<TrainerName, { section: string; steps: number; confi
       early_termination_threshold: null,
     },
   },
-  'collm-dc': {
-    section: 'collm_dc',
-    steps: 320,
-    config: {
-      num_turns: 1,
-      num_generations: 8,
-      max_new_tokens: 2,
-      agent_learning_rate: 3e-3,
-      critic_learning_rate: 1e-3,
-      rollout_buffer_size: 16,
-      early_termination_threshold: null,
-    },
-  },
-  'collm-cc': {
-    section: 'collm_cc',
-    steps: 320,
-    config: {
-      num_turns: 1,
-      num_generations: 8,
-      max_new_tokens: 2,
-      agent_learning_rate: 3e-3,
-      critic_learning_rate: 1e-3,
-      rollout_buffer_size: 16,
-      early_termination_threshold: null,
-    },
-  },
+  'collm-dc': { section: 'collm_dc', ...ACTOR_CRITIC_DEMO },
+  'collm-cc': { section: 'collm_cc', ...ACTOR_CRITIC_DEMO },
 };
 
 /** Sizes of the demo's tiny checkpoints. */

@@ -18,7 +18,7 @@ import {
 import { houseBuildRewardBreakdown, type HouseBuildTaskOptions } from '../../rewards/housebuild/reward.js';
 import { HOUSEBUILD_PAPER_RPG_CONFIG, prepareRpgState, type RpgConfig, type RpgState } from '../../rewards/housebuild/rpg.js';
 import { houseBuildTaskSpec, type HouseBuildTaskSpec } from '../../rewards/housebuild/task.js';
-import { pyRStrip } from '../../rewards/tldr/python-text.js';
+import { pyRStrip } from '../../src/util/python-text.js';
 
 /** The paper configs' reward shift: raw [−0.1, 1] becomes [−1.1, 0]. */
 export const HOUSEBUILD_PAPER_REWARD_SHIFT = -1;

@@ -2,7 +2,7 @@
  * Level 4 of the CoopHE reward (reference `code_utils`): does main call aux, is main a thin
  * wrapper over it, and the (narrow) deduction for an aux call whose value is dropped.
  */
-import { PY_SPACE, PY_WORD, escapeRegExp, pyStrip } from './python-text.js';
+import { PY_SPACE, PY_WORD, escapeRegExp, pyStrip } from '../../src/util/python-text.js';
 
 const S = `[${PY_SPACE}]`;
 const W = `[${PY_WORD}]`;

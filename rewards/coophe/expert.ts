@@ -3,7 +3,7 @@
  * function; its reply must contain a JSON object `{"aux": …, "main": …}` (the last one counts).
  */
 import { concatenateFunctions, extractImportsFromPrompt } from './extract.js';
-import { pyStrip } from './python-text.js';
+import { pyStrip } from '../../src/util/python-text.js';
 
 /** An expert model: prompt in, reply text out (e.g. a chat-completions call). */
 export type ExpertModel = (prompt: string) => Promise<string>;

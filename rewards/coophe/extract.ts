@@ -3,7 +3,7 @@
  * function blocks, picking one function by name, prompt imports, the combined program and the
  * test asserts. Every quirk below is deliberate: it decides which code the reward runs.
  */
-import { PY_DOT, PY_SPACE, PY_WORD, escapeRegExp, pyLStrip, pyStrip, replaceAllLiteral } from './python-text.js';
+import { PY_DOT, PY_SPACE, PY_WORD, escapeRegExp, pyLStrip, pyStrip, replaceAllLiteral } from '../../src/util/python-text.js';
 
 const S = `[${PY_SPACE}]`;
 const W = `[${PY_WORD}]`;

@@ -10,7 +10,7 @@ import { checkAuxFunctionUsage, isWrapperFunction } from './cooperation.js';
 import { extractTestCases } from './extract.js';
 import { formatEdit, requestExpertEdits, type ExpertModel } from './expert.js';
 import { parseCoopHEProblem, type CoopHEProblem } from './problem.js';
-import { PY_SPACE, pySplitLines, pyStrip } from './python-text.js';
+import { PY_SPACE, pySplitLines, pyStrip } from '../../src/util/python-text.js';
 import { analyzeCoopHEPair, CoopHERewardRunner } from './reward.js';
 import type { SandboxReport } from './sandbox/sandbox.js';
 import type { TestOutcome } from './sandbox/protocol.js';

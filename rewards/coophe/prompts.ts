@@ -2,7 +2,7 @@
  * First-turn prompts of the two CoopHE agents (reference `aux_function_formatter` and
  * `main_function_formatter`). Plain strings, no chat template; `{prompt}` is the raw problem.
  */
-import { PY_SPACE, PY_WORD, pyStrip } from './python-text.js';
+import { PY_SPACE, PY_WORD, pyStrip } from '../../src/util/python-text.js';
 import type { CoopHEProblem } from './problem.js';
 
 /** What both formatters return when the problem has no parameters or no entry point. */
@@ -31,6 +31,12 @@ const INSTRUCTIONS = [
   '- Do NOT include test cases or example usage',
 ];
 
+/** The closing format block of both prompts, around the agent's `def` line. */
+function formatBlock(defLine: string): string[] {
+  // The reference writes "\n" escapes inside its template: the format block has no indentation.
+  return ['Your output should follow this format:', '', defLine, ' # your function code here', 'return result', ''];
+}
+
 /** The aux (helper) agent's first-turn prompt. */
 export function coopHEAuxPrompt(problem: Pick<CoopHEProblem, 'prompt' | 'entry_point'>): string {
   const params = extractFunctionParams(problem.prompt);
@@ -45,13 +51,7 @@ export function coopHEAuxPrompt(problem: Pick<CoopHEProblem, 'prompt' | 'entry_p
     "- Create a helper function named 'aux' that can assist the main function",
     '- The function should return useful data for solving the problem',
     '',
-    'Your output should follow this format:',
-    '',
-    // The reference writes "\n" escapes inside its template: the format block has no indentation.
-    'def aux(...):',
-    ' # your function code here',
-    'return result',
-    '',
+    ...formatBlock('def aux(...):'),
   ].join('\n');
 }
 
@@ -72,11 +72,6 @@ export function coopHEMainPrompt(problem: Pick<CoopHEProblem, 'prompt' | 'entry_
     `- Implement ONLY the '${problem.entry_point}' function as specified`,
     '- You can call aux() to assign value to a variable within your function if helpful',
     '',
-    'Your output should follow this format:',
-    '',
-    `def ${problem.entry_point}(${params.join(', ')}):`,
-    ' # your function code here',
-    'return result',
-    '',
+    ...formatBlock(`def ${problem.entry_point}(${params.join(', ')}):`),
   ].join('\n');
 }

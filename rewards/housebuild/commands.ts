@@ -3,12 +3,13 @@
  * reference accepts from an agent's text, in which order the checks run (the order sets the
  * rejection reason), and how accepted commands are normalised.
  */
-import { PY_WHITESPACE_CLASS, pyInt, pyLower, pyLStrip, pySplit, pySplitLines, pyStrip } from '../tldr/python-text.js';
+import { PY_SPACE, pyInt, pyLower, pySplitLines, pyStrip } from '../../src/util/python-text.js';
+import { commandText, commandTokens, fillVolume } from './fill.js';
 import { AIR_BLOCKS, boundsOf, normalizeBlockId } from './world.js';
 
 // Python `\s` is its Unicode whitespace set and `\d` any Unicode decimal digit (Nd).
-const LANG_TAG = new RegExp(`^[${PY_WHITESPACE_CLASS}]*[a-zA-Z0-9_-]+[${PY_WHITESPACE_CLASS}]*\\n`, 'u');
-const LIST_MARKER = new RegExp(`^[${PY_WHITESPACE_CLASS}]*(?:[-*]+|\\p{Nd}+[.)])[${PY_WHITESPACE_CLASS}]*`, 'u');
+const LANG_TAG = new RegExp(`^[${PY_SPACE}]*[a-zA-Z0-9_-]+[${PY_SPACE}]*\\n`, 'u');
+const LIST_MARKER = new RegExp(`^[${PY_SPACE}]*(?:[-*]+|\\p{Nd}+[.)])[${PY_SPACE}]*`, 'u');
 
 /**
  * Keeps only the first fenced block when the text has one (at least two "```"): its content is
@@ -89,10 +90,7 @@ export function validateCommands(lines: readonly string[], opts: ValidateCommand
       rejected.push({ line, reason: `exceeds max_commands=${opts.maxCommands}` });
       continue;
     }
-    let s = pyStrip(line ?? '');
-    if (!s) continue;
-    if (s.startsWith('/')) s = pyLStrip(s.slice(1));
-    const parts = pySplit(s);
+    const parts = commandTokens(line ?? '');
     if (parts.length === 0) continue;
     const cmd = pyLower(parts[0]);
 
@@ -131,7 +129,7 @@ export function validateCommands(lines: readonly string[], opts: ValidateCommand
     if (limits.size > 0 && !AIR_BLOCKS.has(block)) {
       const limit = limits.get(block);
       if (limit !== undefined) {
-        const volume = (Math.abs(x2 - x1) + 1) * (Math.abs(y2 - y1) + 1) * (Math.abs(z2 - z1) + 1);
+        const volume = fillVolume(coords as number[]);
         const before = used.get(block) ?? 0;
         if (before + volume > limit) {
           rejected.push({ line, reason: `exceeds resource limit for ${block}: ${before + volume}>${limit}` });
@@ -147,9 +145,5 @@ export function validateCommands(lines: readonly string[], opts: ValidateCommand
 
 /** True when an accepted command, after `/`, starts with `kill` (any case): the spider check. */
 export function hasKill(commands: readonly string[]): boolean {
-  return commands.some((cmd) => {
-    let s = pyStrip(cmd ?? '');
-    if (s.startsWith('/')) s = pyLStrip(s.slice(1));
-    return pyLower(s).startsWith('kill');
-  });
+  return commands.some((cmd) => pyLower(commandText(cmd ?? '')).startsWith('kill'));
 }

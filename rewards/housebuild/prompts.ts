@@ -3,7 +3,7 @@
  * single-agent user templates with the task's layers, bbox, spider threat and resource limits,
  * and the context the follow-up feedback texts are built from.
  */
-import { pyFloatRepr, pyRStrip } from '../tldr/python-text.js';
+import { pyFloatRepr, pyRStrip } from '../../src/util/python-text.js';
 import { formatLayersText } from './layers.js';
 import { allowedBlocksFor, type HouseBuildTaskOptions } from './reward.js';
 import type { RpgState } from './rpg.js';

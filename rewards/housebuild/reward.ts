@@ -8,7 +8,7 @@ import { extractCommandLines, hasKill, validateCommands, type RejectedCommand } 
 import { spiderPenaltyAmount, type RpgState } from './rpg.js';
 import type { HouseBuildTaskSpec } from './task.js';
 import { computeResourceLimits, scoreWorld, simulateCommands, type HouseBuildMatchMetrics } from './world.js';
-import { pyStrip } from '../tldr/python-text.js';
+import { pyStrip } from '../../src/util/python-text.js';
 
 /** Task-config options shared by the reward, the prompts and the feedback texts. */
 export interface HouseBuildTaskOptions {

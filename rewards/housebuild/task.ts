@@ -3,7 +3,7 @@
  * schema of `data.json` and its normalised form with the reference loader's checks and bbox rules.
  */
 import { houseBuildTaskSchema, type HouseBuildTask } from '../../src/data/schemas.js';
-import { pyStrip } from '../tldr/python-text.js';
+import { pyStrip } from '../../src/util/python-text.js';
 
 /**
  * The zod schema of one `data.json` task row. It is the datasets module's definition

@@ -3,7 +3,8 @@
  * `/fill` commands (last write wins, empty cells are air), the match score and IoU, and the
  * per-agent resource limits (tasks-reference §2.1 steps 3–4).
  */
-import { pyInt, pyLower, pySplit, pyLStrip, pyStrip } from '../tldr/python-text.js';
+import { pyStrip } from '../../src/util/python-text.js';
+import { parseFill } from './fill.js';
 import type { HouseBuildTaskSpec } from './task.js';
 
 /** Block ids the reference treats as empty. */
@@ -155,14 +156,11 @@ export function simulateCommands(commands: readonly string[], bboxFrom: readonly
   const world = new GridWorld(boundsOf(bboxFrom, bboxTo));
   const b = world.bounds;
   for (const cmd of commands) {
-    let s = pyStrip(cmd);
-    if (s.startsWith('/')) s = pyLStrip(s.slice(1));
-    const parts = pySplit(s);
-    if (parts.length < 8 || pyLower(parts[0]) !== 'fill') continue;
-    const c = parts.slice(1, 7).map(pyInt);
-    if (c.some((v) => v === null)) throw new Error(`simulateCommands: non-integer coordinate in '${cmd}'`);
-    const [x1, y1, z1, x2, y2, z2] = c as number[];
-    const block = normalizeBlockId(parts[7]);
+    const fill = parseFill(cmd);
+    if (!fill) continue;
+    if (fill.coords.some((v) => v === null)) throw new Error(`simulateCommands: non-integer coordinate in '${cmd}'`);
+    const [x1, y1, z1, x2, y2, z2] = fill.coords as number[];
+    const block = normalizeBlockId(fill.block);
     // Clamped to the bbox: identical scan result, bounded work for any coordinates.
     for (let y = Math.max(Math.min(y1, y2), b.minY); y <= Math.min(Math.max(y1, y2), b.maxY); y++) {
       for (let x = Math.max(Math.min(x1, x2), b.minX); x <= Math.min(Math.max(x1, x2), b.maxX); x++) {

@@ -7,7 +7,7 @@
  */
 import { TLDR_LOGGER_STOPWORDS } from './constants.js';
 import { numpyMean } from './numpy-mean.js';
-import { pyLen } from './python-text.js';
+import { pyLen } from '../../src/util/python-text.js';
 import { countTokens, findTransitions, jaccardOfSets, lengthRatioBand, transitionScale, uniqueRatioBand, wordSet } from './text.js';
 
 /** One pair's logger metrics, under the reference's keys (`vectors/tldr.json → logger_metrics`). */

@@ -3,7 +3,7 @@
  * single-turn with no external feedback; the raw strings are the model input (no chat template in
  * the Writing scripts). Both texts end with a newline.
  */
-import { PY_WHITESPACE_CLASS, pyLen, pyStrip } from './python-text.js';
+import { PY_SPACE, pyLen, pySlice, pyStrip } from '../../src/util/python-text.js';
 
 /** What a formatter returns for an empty or missing `prompt` field. */
 export const TLDR_MISSING_PROMPT = 'Error: No prompt provided.';
@@ -58,14 +58,9 @@ export function tldrRewardInput(turnCompletions: readonly string[]): string {
 
 const PARAGRAPH_SPLIT = '[PARAGRAPH_SPLIT]';
 // Python's `\s` is its Unicode whitespace set, not JS `\s`.
-const PARA2 = new RegExp(`Paragraph 2:[${PY_WHITESPACE_CLASS}]*`, 'iu');
-const LEADING_PARA1 = new RegExp(`^Paragraph 1:[${PY_WHITESPACE_CLASS}]*`, 'iu');
-const LEADING_PARA2 = new RegExp(`^Paragraph 2:[${PY_WHITESPACE_CLASS}]*`, 'iu');
-
-/** Code-point slice, as Python slices strings. */
-function pySlice(s: string, start: number, end?: number): string {
-  return [...s].slice(start, end).join('');
-}
+const PARA2 = new RegExp(`Paragraph 2:[${PY_SPACE}]*`, 'iu');
+const LEADING_PARA1 = new RegExp(`^Paragraph 1:[${PY_SPACE}]*`, 'iu');
+const LEADING_PARA2 = new RegExp(`^Paragraph 2:[${PY_SPACE}]*`, 'iu');
 
 /**
  * The GRPO single-agent baseline's split of one response into (summary, elaboration): strip; split

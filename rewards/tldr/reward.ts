@@ -4,7 +4,7 @@
  * elaboration). The first failing gate stops and returns what has been accumulated.
  */
 import { TLDR_STOPWORDS } from './constants.js';
-import { pyLen } from './python-text.js';
+import { pyLen } from '../../src/util/python-text.js';
 import {
   countTokens,
   findTransitions,

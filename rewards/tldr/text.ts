@@ -1,9 +1,9 @@
 /**
  * The text measurements shared by the TLDR reward and its eval logger, with the reference's
- * Python semantics (see `python-text.ts`).
+ * Python semantics (see `src/util/python-text.ts`).
  */
 import { TLDR_TRANSITION_CATEGORIES } from './constants.js';
-import { pyFindWords, pyLower, pySplit } from './python-text.js';
+import { pyFindWords, pyLower, pySplit } from '../../src/util/python-text.js';
 
 /** Whitespace tokens: `len(text.split())`, 0 for empty or all-whitespace text. */
 export function countTokens(text: string): number {

@@ -5,7 +5,7 @@ export { formatSummary, formatNumber, formatValue, formatBytes, formatDuration }
 export type { SummaryOptions } from './format.js';
 export { ProgressBar } from './progress.js';
 export type { ProgressBarOptions, ProgressStream } from './progress.js';
-export { writePlots, buildPlotSpec, collectPoints, splitMetricKey, renderSvg, svgToPng } from './plots.js';
+export { writePlots, buildPlotSpec, collectPoints, splitMetricKey, renderSvg, svgToPng, REWARD_METRIC_PATTERN } from './plots.js';
 export type { PlotOptions, PlotFiles, PlotPoint } from './plots.js';
 export { peakMemory, sampleMemory } from './memory.js';
 export type { MemoryReport } from './memory.js';

@@ -15,11 +15,19 @@ export interface PlotPoint {
   readonly panel: string;
 }
 
+/**
+ * Metric names (last key segment) drawn in rewards.png by default: CoMLRL's reward and return
+ * names and the tasks' paper metrics. Anchored, so timing keys such as `time/reward_s` or
+ * `zero_reward_spread_frac` stay out of the reward figure.
+ */
+export const REWARD_METRIC_PATTERN =
+  /^(reward_mean|expected_return|epoch_reward_mean|epoch_avg_return|mean_reward|mean_return|return_mean|episode_reward_mean|final_reward_mean|score|iou|hp)$/;
+
 /** Options of {@link writePlots}. */
 export interface PlotOptions {
   /** Which row field is the x axis. Default "step". */
   xKey?: string;
-  /** Metric names (last path segment) that go into the reward plot. Default /reward|return/i. */
+  /** Metric names (last path segment) that go into the reward plot. Default {@link REWARD_METRIC_PATTERN}. */
   rewardPattern?: RegExp;
   /** Metric names that go into the loss plot. Default /loss/i. */
   lossPattern?: RegExp;
@@ -143,7 +151,7 @@ export async function writePlots(
 ): Promise<PlotFiles[]> {
   mkdirSync(runDir, { recursive: true });
   const figures = [
-    { name: 'rewards' as const, pattern: options.rewardPattern ?? /reward|return/i, title: 'reward and return per turn' },
+    { name: 'rewards' as const, pattern: options.rewardPattern ?? REWARD_METRIC_PATTERN, title: 'reward and return per turn' },
     { name: 'losses' as const, pattern: options.lossPattern ?? /loss/i, title: 'losses' },
   ];
   const written: PlotFiles[] = [];

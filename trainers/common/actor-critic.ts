@@ -18,7 +18,7 @@ import { valueLoss } from '../../src/critic/losses.js';
 import type { ValueModel } from '../../src/critic/value-model.js';
 import type { CausalLM } from '../../src/model/types.js';
 import type { AdamW } from '../../src/optim/adamw.js';
-import { applyGradients, sequenceLossGradients, type ScoredCompletion, type SequenceLoss } from './loss.js';
+import { accumulateGradients, applyGradients, chunksOf, sequenceLossGradients, type ScoredCompletion, type SequenceLoss } from './loss.js';
 
 /** One actor sample of a minibatch. */
 export interface ActorRow extends ScoredCompletion {
@@ -139,17 +139,9 @@ export interface ValueRow {
   readonly oldValue: number;
 }
 
-function chunked<R>(rows: readonly R[], size: number | null): R[][] {
-  const n = size && size > 0 ? size : Math.max(1, rows.length);
-  const out: R[][] = [];
-  for (let i = 0; i < rows.length; i += n) out.push(rows.slice(i, i + n));
-  return out;
-}
-
 /**
- * Gradients of Σ_chunks lossOf(chunk) w.r.t. `vars`, accumulated chunk by chunk. Returns the
- * summed loss and the extra scalar each chunk reports through `lossOf`'s `report`. Throws on a
- * non-finite loss, naming `label`.
+ * {@link accumulateGradients} over chunks of `rows`; `lossOf` may also report named scalars (e.g.
+ * the policy and value parts of a joint loss), which are summed over the chunks.
  */
 function accumulate<R>(
   vars: readonly tf.Variable[],
@@ -158,43 +150,17 @@ function accumulate<R>(
   lossOf: (chunk: R[], report: (name: string, value: tf.Tensor) => void) => tf.Scalar,
   label: string,
 ): { grads: tf.NamedTensorMap; loss: number; reports: Map<string, number> } {
-  const acc = new Map<string, tf.Tensor>();
   const reports = new Map<string, number>();
-  let total = 0;
-  try {
-    for (const chunk of chunked(rows, chunkSize)) {
-      const { value, grads } = tf.variableGrads(
-        () =>
-          tf.tidy(() =>
-            lossOf(chunk, (name, t) => {
-              reports.set(name, (reports.get(name) ?? 0) + t.dataSync()[0]);
-            }),
-          ),
-        [...vars],
-      );
-      const v = value.dataSync()[0];
-      value.dispose();
-      if (!Number.isFinite(v)) {
-        for (const g of Object.values(grads)) g.dispose();
-        throw new Error(`${label}: the loss is ${v} (non-finite) on a chunk of ${chunk.length} samples; check rewards and values for NaN/Infinity or lower the learning rate`);
-      }
-      total += v;
-      for (const [name, g] of Object.entries(grads)) {
-        const prev = acc.get(name);
-        if (prev) {
-          acc.set(name, tf.add(prev, g));
-          prev.dispose();
-          g.dispose();
-        } else acc.set(name, g);
-      }
-    }
-    const out: tf.NamedTensorMap = {};
-    for (const v of vars) out[v.name] = acc.get(v.name) ?? tf.zerosLike(v);
-    return { grads: out, loss: total, reports };
-  } catch (err) {
-    for (const g of acc.values()) g.dispose();
-    throw err;
-  }
+  const report = (name: string, t: tf.Tensor) => {
+    reports.set(name, (reports.get(name) ?? 0) + t.dataSync()[0]);
+  };
+  const g = accumulateGradients(
+    vars,
+    chunksOf(rows, chunkSize),
+    (chunk) => lossOf(chunk, report),
+    (v, n) => `${label}: the loss is ${v} (non-finite) on a chunk of ${n} samples; check rewards and values for NaN/Infinity or lower the learning rate`,
+  );
+  return { ...g, reports };
 }
 
 /**

@@ -54,6 +54,37 @@ export function enumField<const V extends readonly [string, ...string[]]>(field:
   return z.enum(values, { error: message });
 }
 
+/**
+ * comlrl's run settings, the same in every trainer config (CoMLRL has none of them): seed, gradient
+ * clipping, AdamW settings with torch's defaults, greedy eval, scoring chunk size. Spread into a
+ * schema's fields.
+ */
+export function runSettingsFields() {
+  return {
+    /** Seed of every random stream (sampling, minibatch order, eval sampling; actor-critic: head init). */
+    seed: intAtLeast('seed', 0).default(0),
+    /** Clip each model's global gradient norm to this before its AdamW step; null: no clipping (CoMLRL). */
+    max_grad_norm: finiteNumber('max_grad_norm', { min: 0, exclusiveMin: true }).nullable().default(null),
+    /** AdamW decoupled weight decay (torch default), for every model trained. */
+    weight_decay: finiteNumber('weight_decay', { min: 0 }).default(0.01),
+    /** AdamW β1, β2 (torch defaults). */
+    adam_betas: z
+      .tuple([betaField('adam_betas[0]'), betaField('adam_betas[1]')], {
+        error: 'adam_betas must be a pair [beta1, beta2] of numbers in [0, 1)',
+      })
+      .default([0.9, 0.999]),
+    /** AdamW ε (torch default). */
+    adam_eps: finiteNumber('adam_eps', { min: 0, exclusiveMin: true }).default(1e-8),
+    /** Argmax decoding at evaluation (CoMLRL samples with the training settings). */
+    eval_greedy: boolField('eval_greedy').default(false),
+    /**
+     * Completions per scoring forward/backward pass; gradients of the chunks are summed before the
+     * single optimizer step, so this bounds memory without changing the update. null: the whole minibatch.
+     */
+    scoring_batch_size: intAtLeast('scoring_batch_size', 1).nullable().default(null),
+  };
+}
+
 /** One problem found in a config: the field's dotted path and what is wrong. */
 export interface ConfigIssue {
   readonly field: string;

@@ -3,6 +3,7 @@
  * completion per agent per turn), batching the prompts of `batchSize` tasks into one generate call
  * per agent. Per-turn rewards and discounted returns are summarised by turn.
  */
+import { discountedReturns } from '../../src/buffer/targets.js';
 import type { Agent } from '../../src/decpomdp/agent.js';
 import type { LLMDecPOMDP } from '../../src/decpomdp/types.js';
 import type { Rng } from '../../src/util/rng.js';
@@ -48,16 +49,8 @@ export interface EvalRunOptions<T, S> {
   earlyTerminationThreshold?: number | null;
 }
 
-/** Discounted returns of a reward sequence: G_t = r_t + γ·G_{t+1}, G_{T} = 0. */
-export function discountedReturns(rewards: readonly number[], discount: number): number[] {
-  const out = new Array<number>(rewards.length);
-  let g = 0;
-  for (let t = rewards.length - 1; t >= 0; t--) {
-    g = rewards[t] + discount * g;
-    out[t] = g;
-  }
-  return out;
-}
+/** Discounted returns of a reward sequence: G_t = r_t + γ·G_{t+1}, G_{T} = 0 (the actor-critic targets' function). */
+export { discountedReturns };
 
 /** Plays every task once; returns one episode per task, in order. */
 export async function runEvalEpisodes<T, S>(opts: EvalRunOptions<T, S>): Promise<EvalEpisode<T, S>[]> {

@@ -1,4 +1,4 @@
-/** Pieces every trainer shares (prompt encoding, generation, policy-gradient step, minibatches, eval, metrics, saving, resume state, config helpers). */
+/** Pieces every trainer shares (run bookkeeping, prompt encoding, generation, policy-gradient step, minibatches, eval, metrics, saving, resume state, config helpers). */
 export * from './advantage.js';
 export * from './config.js';
 export * from './eval.js';
@@ -8,3 +8,4 @@ export * from './metrics.js';
 export * from './minibatch.js';
 export * from './save.js';
 export * from './state.js';
+export * from './trainer.js';

@@ -46,11 +46,55 @@ export interface SequenceLossGradients {
   readonly tokensScored: number;
 }
 
-function chunksOf<R>(rows: readonly R[], size: number | null | undefined): R[][] {
+/** `rows` cut into chunks of `size` (the last may be shorter); null or 0: one chunk of all rows. */
+export function chunksOf<R>(rows: readonly R[], size: number | null | undefined): R[][] {
   const n = size && size > 0 ? size : Math.max(rows.length, 1);
   const out: R[][] = [];
   for (let i = 0; i < rows.length; i += n) out.push(rows.slice(i, i + n));
   return out;
+}
+
+/**
+ * Σ over `chunks` of `lossOf(chunk)` and its gradients w.r.t. `vars`: one forward/backward pass per
+ * chunk, gradients summed as they come, so memory stays that of one chunk. Every variable gets a
+ * gradient tensor (zeros where the loss does not reach it). Caller disposes the gradients.
+ * @throws Error with `nonFiniteMessage(loss, chunk size)` when a chunk's loss is NaN or infinite
+ *   (nothing is left allocated).
+ */
+export function accumulateGradients<R>(
+  vars: readonly tf.Variable[],
+  chunks: readonly R[][],
+  lossOf: (chunk: R[]) => tf.Scalar,
+  nonFiniteMessage: (loss: number, chunkSize: number) => string,
+): { grads: tf.NamedTensorMap; loss: number } {
+  const acc = new Map<string, tf.Tensor>();
+  let total = 0;
+  try {
+    for (const chunk of chunks) {
+      const { value, grads } = tf.variableGrads(() => tf.tidy(() => lossOf(chunk)), [...vars]);
+      const v = value.dataSync()[0];
+      value.dispose();
+      if (!Number.isFinite(v)) {
+        for (const g of Object.values(grads)) g.dispose();
+        throw new Error(nonFiniteMessage(v, chunk.length));
+      }
+      total += v;
+      for (const [name, g] of Object.entries(grads)) {
+        const prev = acc.get(name);
+        if (prev) {
+          acc.set(name, tf.add(prev, g));
+          prev.dispose();
+          g.dispose();
+        } else acc.set(name, g);
+      }
+    }
+    const out: tf.NamedTensorMap = {};
+    for (const v of vars) out[v.name] = acc.get(v.name) ?? tf.zerosLike(v);
+    return { grads: out, loss: total };
+  } catch (err) {
+    for (const g of acc.values()) g.dispose();
+    throw err;
+  }
 }
 
 /**
@@ -66,56 +110,28 @@ export function sequenceLossGradients<R extends ScoredCompletion>(
   options: SequenceLossOptions<R> = {},
 ): SequenceLossGradients {
   const label = options.label ?? 'policy update';
-  const vars = model.trainableVariables();
   const scored = options.skip ? rows.filter((r) => !options.skip?.(r)) : [...rows];
   for (const r of scored) {
     if (r.completionIds.length === 0) throw new Error(`${label}: an empty completion cannot be scored`);
   }
-  const acc = new Map<string, tf.Tensor>();
-  let total = 0;
-  let tokens = 0;
-  try {
-    for (const chunk of chunksOf(scored, options.chunkSize)) {
-      if (chunk.length === 0) continue;
-      const prompts = chunk.map((r) => [...r.promptIds]);
-      const completions = chunk.map((r) => [...r.completionIds]);
-      tokens += completions.reduce((a, c) => a + c.length, 0);
-      const { value, grads } = tf.variableGrads(
-        () =>
-          tf.tidy(() => {
-            const scores = model.scoreCompletions(prompts, completions);
-            // Masked positions hold 0, so the row sum is exactly Σ over the completion's own tokens.
-            const seq = tf.sum(scores.tokenLogProbs, 1) as tf.Tensor1D;
-            return loss(seq, chunk);
-          }),
-        vars,
+  const g = accumulateGradients(
+    model.trainableVariables(),
+    chunksOf(scored, options.chunkSize),
+    (chunk) => {
+      const scores = model.scoreCompletions(
+        chunk.map((r) => [...r.promptIds]),
+        chunk.map((r) => [...r.completionIds]),
       );
-      const v = value.dataSync()[0];
-      value.dispose();
-      if (!Number.isFinite(v)) {
-        for (const g of Object.values(grads)) g.dispose();
-        throw new Error(
-          `${label}: the loss is ${v} (non-finite) on a chunk of ${chunk.length} completions; ` +
-            'check rewards/advantages for NaN or Infinity, or lower the learning rate',
-        );
-      }
-      total += v;
-      for (const [name, g] of Object.entries(grads)) {
-        const prev = acc.get(name);
-        if (prev) {
-          acc.set(name, tf.add(prev, g));
-          prev.dispose();
-          g.dispose();
-        } else acc.set(name, g);
-      }
-    }
-    const out: tf.NamedTensorMap = {};
-    for (const v of vars) out[v.name] = acc.get(v.name) ?? tf.zerosLike(v);
-    return { grads: out, loss: total, rowsScored: scored.length, tokensScored: tokens };
-  } catch (err) {
-    for (const g of acc.values()) g.dispose();
-    throw err;
-  }
+      // Masked positions hold 0, so the row sum is exactly Σ over the completion's own tokens.
+      const seq = tf.sum(scores.tokenLogProbs, 1) as tf.Tensor1D;
+      return loss(seq, chunk);
+    },
+    (v, n) =>
+      `${label}: the loss is ${v} (non-finite) on a chunk of ${n} completions; ` +
+      'check rewards/advantages for NaN or Infinity, or lower the learning rate',
+  );
+  const tokens = scored.reduce((a, r) => a + r.completionIds.length, 0);
+  return { grads: g.grads, loss: g.loss, rowsScored: scored.length, tokensScored: tokens };
 }
 
 /** Result of {@link applyGradients}. */

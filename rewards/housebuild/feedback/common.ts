@@ -1,13 +1,13 @@
 /**
- * Pieces every HouseBuild follow-up text shares (tasks-reference §2.4): the options, the re-run of
- * the previous joint action (validation, simulation, wrong cells), the per-agent base prompt and
- * the "previous commands" block.
+ * Pieces the HouseBuild follow-up texts share (tasks-reference §2.4): the options, the re-run of
+ * the previous joint action (validation, simulation, wrong cells), the per-agent frame (system
+ * prompt, resource text, base prompt, previous completion) and the list formats.
  */
-import { pyStrip } from '../../tldr/python-text.js';
+import { pyStrip } from '../../../src/util/python-text.js';
 import { extractCommandLines, validateCommands } from '../commands.js';
 import type { HouseBuildFeedbackContext } from '../prompts.js';
 import { commandCaps, uniqueBlockList } from '../reward.js';
-import { computeResourceLimits, simulateCommands, targetCells, type World } from '../world.js';
+import { computeResourceLimits, simulateCommands, targetCells, type TargetCell, type World } from '../world.js';
 
 /** Options of the follow-up builders; defaults are the shipped configs' `external` section. */
 export interface HouseBuildFeedbackOptions {
@@ -22,12 +22,7 @@ export interface HouseBuildFeedbackOptions {
 }
 
 /** A target cell that the previous joint action got wrong, with the block it should hold. */
-export interface WrongCell {
-  readonly x: number;
-  readonly y: number;
-  readonly z: number;
-  readonly block: string;
-}
+export type WrongCell = TargetCell;
 
 /** The previous joint action re-validated and simulated as the reward does. */
 export interface PreviousTurn {
@@ -77,16 +72,68 @@ export function baseUserPrompt(ctx: HouseBuildFeedbackContext, agentIndex: numbe
   return (agentIndex === 0 ? ctx.userPromptAgent1 : ctx.userPromptAgent2) || ctx.userPromptSingle;
 }
 
-/** Appends a blank line, `header` and the stripped previous completion when it is not blank. */
-export function pushPrevious(parts: string[], completion: string | undefined, header: string): void {
-  const prev = pyStrip(completion ?? '');
-  if (!prev) return;
-  parts.push('', header, prev);
+/** How a mode frames each agent's follow-up around its own lines. */
+export interface FollowUpFrame {
+  /**
+   * Repeat the resource-limit text after the system prompt when the original prompt (which carries
+   * it) is off. score_feedback and position_feedback never do.
+   */
+  readonly resourceText: boolean;
+  /** Header above the agent's previous completion. */
+  readonly previousHeader: string;
 }
 
-/** Joins the parts with newlines and strips the result, as every mode does. */
-export function finish(parts: readonly string[]): string {
-  return pyStrip(parts.join('\n'));
+/**
+ * Every agent's follow-up as all six modes build it: the system prompt and a blank line, the
+ * resource text where the frame repeats it, the mode's own lines, then (when `previousResponse`
+ * and not blank) a blank line, the header and the stripped previous completion; joined with
+ * newlines and stripped. `body` gets the agent's base prompt ('' when `originalPrompt` is off) and
+ * places it itself: the modes put it in different places, with different blank lines around it.
+ */
+export function followUpPrompts(
+  ctx: HouseBuildFeedbackContext,
+  completions: readonly string[],
+  opts: HouseBuildFeedbackOptions,
+  frame: FollowUpFrame,
+  body: (agentIndex: number, base: string) => readonly string[],
+): string[] {
+  const n = completions.length;
+  const originalPrompt = opts.originalPrompt ?? true;
+  return completions.map((completion, i) => {
+    const parts: string[] = [];
+    if (ctx.systemPrompt) parts.push(ctx.systemPrompt, '');
+    if (frame.resourceText && ctx.resourceLimitsText && !originalPrompt) parts.push(ctx.resourceLimitsText, '');
+    parts.push(...body(i, originalPrompt ? baseUserPrompt(ctx, i, n) : ''));
+    const prev = (opts.previousResponse ?? true) ? pyStrip(completion ?? '') : '';
+    if (prev) parts.push('', frame.previousHeader, prev);
+    return pyStrip(parts.join('\n'));
+  });
+}
+
+/** The `- Turn: N` line of the modes that show it. */
+export function turnLine(opts: HouseBuildFeedbackOptions): string {
+  return `- Turn: ${opts.turn ?? 1}`;
+}
+
+/** One `- item` line per item, or `empty` when there are none. */
+export function bulletList(items: readonly string[], empty = '- (none)'): string {
+  return items.length ? items.map((item) => `- ${item}`).join('\n') : empty;
+}
+
+/** Cells as `(x, y, z) = block` bullets. */
+export function formatCells(cells: readonly WrongCell[]): string {
+  return bulletList(cells.map((c) => `(${c.x}, ${c.y}, ${c.z}) = ${c.block}`));
+}
+
+/** Cells sorted top layer first, then x, then z. */
+export function sortTopDown(cells: readonly WrongCell[]): WrongCell[] {
+  return [...cells].sort((a, b) => b.y - a.y || a.x - b.x || a.z - b.z);
+}
+
+/** Truncation used by the modification modes: `limit` > 0 keeps that many; otherwise all. */
+export function applyLimit<T>(items: readonly T[], limit: number | null | undefined): T[] {
+  const lim = limit === undefined ? 20 : limit;
+  return lim !== null && lim > 0 ? items.slice(0, Math.trunc(lim)) : [...items];
 }
 
 /** Checks the agent count the reference accepts here (one or two completions). */

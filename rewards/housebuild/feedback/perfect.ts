@@ -2,25 +2,17 @@
 import type { HouseBuildFeedbackContext } from '../prompts.js';
 import { AIR_BLOCKS, normalizeBlockId, targetCells } from '../world.js';
 import {
-  baseUserPrompt,
+  bulletList,
   checkAgents,
   contextAllowedBlocks,
-  finish,
-  pushPrevious,
+  followUpPrompts,
+  formatCells,
   replayPreviousTurn,
+  sortTopDown,
+  turnLine,
   type HouseBuildFeedbackOptions,
   type WrongCell,
 } from './common.js';
-
-/** Wrong cells sorted top layer first, then x, then z. */
-export function sortTopDown(cells: readonly WrongCell[]): WrongCell[] {
-  return [...cells].sort((a, b) => b.y - a.y || a.x - b.x || a.z - b.z);
-}
-
-function formatCells(cells: readonly WrongCell[]): string {
-  if (cells.length === 0) return '- (none)';
-  return cells.map((c) => `- (${c.x}, ${c.y}, ${c.z}) = ${c.block}`).join('\n');
-}
 
 /**
  * System prompt; the resource text only when the original prompt is off; fixed instructions;
@@ -35,7 +27,6 @@ export function perfectFeedbackPrompts(
   opts: HouseBuildFeedbackOptions = {},
 ): string[] {
   const n = checkAgents(completions);
-  const originalPrompt = opts.originalPrompt ?? true;
   const prev = replayPreviousTurn(ctx, completions);
   const wrong = sortTopDown(prev.wrongCells);
   const inTarget = new Set(targetCells(ctx.task).map((c) => `${c.x},${c.y},${c.z}`));
@@ -43,11 +34,7 @@ export function perfectFeedbackPrompts(
   for (const c of prev.world.cells()) {
     if (!inTarget.has(`${c.x},${c.y},${c.z}`) && c.block && !AIR_BLOCKS.has(c.block)) extra.push(c);
   }
-  const extraText = extra.length
-    ? sortTopDown(extra)
-        .map((c) => `- (${c.x}, ${c.y}, ${c.z})`)
-        .join('\n')
-    : '- (none)';
+  const extraText = bulletList(sortTopDown(extra).map((c) => `(${c.x}, ${c.y}, ${c.z})`));
   const byAgent: WrongCell[][] = completions.map(() => []);
   if (n === 1) {
     byAgent[0] = wrong;
@@ -61,26 +48,19 @@ export function perfectFeedbackPrompts(
       byAgent[owner].push(cell);
     });
   }
-  return completions.map((completion, i) => {
-    const parts: string[] = [];
-    if (ctx.systemPrompt) parts.push(ctx.systemPrompt, '');
-    if (ctx.resourceLimitsText && !originalPrompt) parts.push(ctx.resourceLimitsText, '');
-    parts.push(
-      'Feedback (coordinate edits):',
-      `- Turn: ${opts.turn ?? 1}`,
-      '- Coordinates are absolute (x, y, z).',
-      '- Output /fill commands only (no markdown).',
-      '- Do not output any text other than commands.',
-      '- Fix ONLY the listed positions.',
-      '- Use: /fill x y z x y z block',
-      '',
-      'Set these blocks:',
-      formatCells(byAgent[i]),
-    );
-    if (i === n - 1) parts.push('', 'Remove extra blocks (set air) at:', extraText);
-    const base = baseUserPrompt(ctx, i, n);
-    if (originalPrompt && base) parts.push('', base);
-    if (opts.previousResponse ?? true) pushPrevious(parts, completion, 'Your previous commands:');
-    return finish(parts);
-  });
+  const frame = { resourceText: true, previousHeader: 'Your previous commands:' };
+  return followUpPrompts(ctx, completions, opts, frame, (i, base) => [
+    'Feedback (coordinate edits):',
+    turnLine(opts),
+    '- Coordinates are absolute (x, y, z).',
+    '- Output /fill commands only (no markdown).',
+    '- Do not output any text other than commands.',
+    '- Fix ONLY the listed positions.',
+    '- Use: /fill x y z x y z block',
+    '',
+    'Set these blocks:',
+    formatCells(byAgent[i]),
+    ...(i === n - 1 ? ['', 'Remove extra blocks (set air) at:', extraText] : []),
+    ...(base ? ['', base] : []),
+  ]);
 }

@@ -2,17 +2,19 @@
 import type { HouseBuildFeedbackContext } from '../prompts.js';
 import { AIR_BLOCKS, targetCells } from '../world.js';
 import {
-  baseUserPrompt,
+  applyLimit,
+  bulletList,
   checkAgents,
   contextAllowedBlocks,
   contextCommandCaps,
-  finish,
-  pushPrevious,
+  followUpPrompts,
+  formatCells,
   replayPreviousTurn,
+  sortTopDown,
+  turnLine,
   type HouseBuildFeedbackOptions,
   type WrongCell,
 } from './common.js';
-import { sortTopDown } from './perfect.js';
 
 /**
  * `position_feedback`: every non-air target cell (top layer first), a target of about half of them
@@ -28,40 +30,27 @@ export function positionFeedbackPrompts(
   const caps = contextCommandCaps(ctx, n);
   const positions = sortTopDown(targetCells(ctx.task).filter((c) => !AIR_BLOCKS.has(c.block)));
   const targetCount = positions.length ? Math.max(1, Math.floor(positions.length / 2)) : 0;
-  const listed = positions.length ? positions.map((c) => `- (${c.x}, ${c.y}, ${c.z}) = ${c.block}`).join('\n') : '- (none)';
-  return completions.map((completion, i) => {
-    const allowed = contextAllowedBlocks(ctx, i);
-    const parts: string[] = [];
-    if (ctx.systemPrompt) parts.push(ctx.systemPrompt, '');
-    parts.push(
-      'Position feedback (subset selection):',
-      `- Turn: ${opts.turn ?? 1}`,
-      '- Coordinates are absolute (x, y, z).',
-      '- Output /fill commands only (no markdown).',
-      '- Do not output any text other than commands.',
-      `- Choose a subset of about half the positions (target size ~ ${targetCount}).`,
-      '- Use: /fill x y z x y z block',
-      `- Max commands allowed: ${caps[i]}`,
-      '',
-      'All target positions:',
-      listed,
-      '',
-      'Available blocks (use ONLY these):',
-      allowed.length ? allowed.map((b) => `- ${b}`).join('\n') : '- (see original prompt)',
-      '',
-      'Format: /fill <x> <y> <z> <x> <y> <z> <block>',
-    );
-    const base = baseUserPrompt(ctx, i, n);
-    if ((opts.originalPrompt ?? true) && base) parts.push('', base);
-    if (opts.previousResponse ?? true) pushPrevious(parts, completion, 'Your previous commands:');
-    return finish(parts);
-  });
-}
-
-/** Truncation used by the modification modes: `limit` > 0 keeps that many; otherwise all. */
-export function applyLimit<T>(items: readonly T[], limit: number | null | undefined): T[] {
-  const lim = limit === undefined ? 20 : limit;
-  return lim !== null && lim > 0 ? items.slice(0, Math.trunc(lim)) : [...items];
+  const listed = formatCells(positions);
+  const frame = { resourceText: false, previousHeader: 'Your previous commands:' };
+  return followUpPrompts(ctx, completions, opts, frame, (i, base) => [
+    'Position feedback (subset selection):',
+    turnLine(opts),
+    '- Coordinates are absolute (x, y, z).',
+    '- Output /fill commands only (no markdown).',
+    '- Do not output any text other than commands.',
+    `- Choose a subset of about half the positions (target size ~ ${targetCount}).`,
+    '- Use: /fill x y z x y z block',
+    `- Max commands allowed: ${caps[i]}`,
+    '',
+    'All target positions:',
+    listed,
+    '',
+    'Available blocks (use ONLY these):',
+    bulletList(contextAllowedBlocks(ctx, i), '- (see original prompt)'),
+    '',
+    'Format: /fill <x> <y> <z> <x> <y> <z> <block>',
+    ...(base ? ['', base] : []),
+  ]);
 }
 
 /**
@@ -73,22 +62,19 @@ export function positionModificationPrompts(
   completions: readonly string[],
   opts: HouseBuildFeedbackOptions = {},
 ): string[] {
-  const n = checkAgents(completions);
-  const originalPrompt = opts.originalPrompt ?? true;
+  checkAgents(completions);
   const wrong: WrongCell[] = [...replayPreviousTurn(ctx, completions).wrongCells].sort(
     (a, b) => a.y - b.y || a.x - b.x || a.z - b.z,
   );
   const kept = applyLimit(wrong, opts.limit);
   const suggestions = kept.length ? kept.map((c) => `(${c.x} ${c.y} ${c.z} ${c.block})`).join('\n') : '(none)';
-  return completions.map((completion, i) => {
-    const parts: string[] = [];
-    if (ctx.systemPrompt) parts.push(ctx.systemPrompt, '');
-    if (ctx.resourceLimitsText && !originalPrompt) parts.push(ctx.resourceLimitsText, '');
-    const base = baseUserPrompt(ctx, i, n);
-    if (originalPrompt && base) parts.push(base);
-    parts.push('', 'Do not output any text other than commands.', '', 'Modification suggestions (use these to fix errors):');
-    parts.push(suggestions);
-    if (opts.previousResponse ?? true) pushPrevious(parts, completion, 'Your previous commands:');
-    return finish(parts);
-  });
+  const frame = { resourceText: true, previousHeader: 'Your previous commands:' };
+  return followUpPrompts(ctx, completions, opts, frame, (_i, base) => [
+    ...(base ? [base] : []),
+    '',
+    'Do not output any text other than commands.',
+    '',
+    'Modification suggestions (use these to fix errors):',
+    suggestions,
+  ]);
 }

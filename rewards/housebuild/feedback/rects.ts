@@ -1,27 +1,21 @@
 /** `rect_modification` and `resource_schedule`: target rectangles suggested per agent. */
-import { pyInt, pyLower, pyLStrip, pySplit, pyStrip } from '../../tldr/python-text.js';
-import { layerRects } from '../layers.js';
+import { fillVolume, parseFill } from '../fill.js';
+import { layerRects, type LayerRect } from '../layers.js';
 import type { HouseBuildFeedbackContext } from '../prompts.js';
 import { AIR_BLOCKS, computeResourceLimits, normalizeBlockId } from '../world.js';
 import {
-  baseUserPrompt,
+  applyLimit,
+  bulletList,
   checkAgents,
   contextAllowedBlocks,
-  finish,
-  pushPrevious,
+  followUpPrompts,
   replayPreviousTurn,
   type HouseBuildFeedbackOptions,
 } from './common.js';
-import { applyLimit } from './position.js';
 
 /** A target rectangle of layer `y`. */
-export interface SuggestedRect {
+export interface SuggestedRect extends LayerRect {
   readonly y: number;
-  readonly x1: number;
-  readonly z1: number;
-  readonly x2: number;
-  readonly z2: number;
-  readonly block: string;
 }
 
 /** Python tuple order on (y, x1, z1, x2, z2, block). */
@@ -36,8 +30,20 @@ function formatRects(rects: readonly SuggestedRect[]): string {
   return rects.map((r) => `y=${r.y}: (${r.x1}, ${r.z1}, ${r.x2}, ${r.z2} ${r.block})`).join('\n');
 }
 
-function formatAccepted(lines: readonly string[]): string {
-  return lines.length ? lines.map((l) => `- ${l}`).join('\n') : '- (none)';
+/** Both rectangle modes label the previous completion "raw output" and repeat the resource text. */
+const RECT_FRAME = { resourceText: true, previousHeader: 'Your previous raw output:' };
+
+/** Both rectangle modes open with the base prompt, the no-text rule, `intro` and the agent's accepted previous commands. */
+function rectOpening(base: string, accepted: readonly string[], intro: readonly string[]): string[] {
+  return [
+    ...(base ? [base, ''] : []),
+    'Do not output any text other than commands.',
+    '',
+    ...intro,
+    'Accepted commands from your previous turn:',
+    bulletList(accepted),
+    '',
+  ];
 }
 
 /** Every layer's rectangles (air included), block ids normalised, in layer order. */
@@ -61,7 +67,6 @@ export function rectModificationPrompts(
   opts: HouseBuildFeedbackOptions = {},
 ): string[] {
   const n = checkAgents(completions);
-  const originalPrompt = opts.originalPrompt ?? true;
   const prev = replayPreviousTurn(ctx, completions);
   const rects = allRects(ctx);
   const byY = new Map<number, SuggestedRect[]>();
@@ -74,25 +79,13 @@ export function rectModificationPrompts(
     if (hit) picked.set(`${hit.y},${hit.x1},${hit.z1},${hit.x2},${hit.z2},${hit.block}`, hit);
   }
   const sorted = [...picked.values()].sort(compareRects);
-  return completions.map((completion, i) => {
+  return followUpPrompts(ctx, completions, opts, RECT_FRAME, (i, base) => {
     const mine = n === 1 ? sorted : sorted.filter((r) => (i === 0 ? r.y <= 2 : r.y >= 2));
-    const parts: string[] = [];
-    if (ctx.systemPrompt) parts.push(ctx.systemPrompt, '');
-    if (ctx.resourceLimitsText && !originalPrompt) parts.push(ctx.resourceLimitsText, '');
-    const base = baseUserPrompt(ctx, i, n);
-    if (originalPrompt && base) parts.push(base, '');
-    parts.push(
-      'Do not output any text other than commands.',
-      '',
-      'Reminder: each turn starts from an empty (all-air) world.',
-      'Accepted commands from your previous turn:',
-      formatAccepted(prev.acceptedByAgent[i]),
-      '',
+    return [
+      ...rectOpening(base, prev.acceptedByAgent[i], ['Reminder: each turn starts from an empty (all-air) world.']),
       'Suggested rectangles to fix mismatches:',
       formatRects(applyLimit(mine, opts.limit)),
-    );
-    if (opts.previousResponse ?? true) pushPrevious(parts, completion, 'Your previous raw output:');
-    return finish(parts);
+    ];
   });
 }
 
@@ -100,16 +93,10 @@ export function rectModificationPrompts(
 function usedVolumes(commands: readonly string[]): Map<string, number> {
   const used = new Map<string, number>();
   for (const cmd of commands) {
-    let s = pyStrip(cmd);
-    if (s.startsWith('/')) s = pyLStrip(s.slice(1));
-    const parts = pySplit(s);
-    if (parts.length < 8 || pyLower(parts[0]) !== 'fill') continue;
-    const c = parts.slice(1, 7).map(pyInt);
-    if (c.some((v) => v === null)) continue;
-    const [x1, y1, z1, x2, y2, z2] = c as number[];
-    const block = normalizeBlockId(parts[7]);
-    const volume = (Math.abs(x2 - x1) + 1) * (Math.abs(y2 - y1) + 1) * (Math.abs(z2 - z1) + 1);
-    used.set(block, (used.get(block) ?? 0) + volume);
+    const fill = parseFill(cmd);
+    if (!fill || fill.coords.some((v) => v === null)) continue;
+    const block = normalizeBlockId(fill.block);
+    used.set(block, (used.get(block) ?? 0) + fillVolume(fill.coords as number[]));
   }
   return used;
 }
@@ -150,14 +137,13 @@ export function resourceSchedulePrompts(
 ): string[] {
   const n = checkAgents(completions);
   if (!ctx.limitedResource) throw new Error('resource_schedule requires limited_resource=true in task config');
-  const originalPrompt = opts.originalPrompt ?? true;
   const limits = computeResourceLimits(ctx.task, n);
   const rects = allRects(ctx)
     .filter((r) => !AIR_BLOCKS.has(r.block))
     .map((r) => ({ ...r, area: (r.x2 - r.x1 + 1) * (r.z2 - r.z1 + 1) }));
   const prev = replayPreviousTurn(ctx, completions);
 
-  return completions.map((completion, i) => {
+  return followUpPrompts(ctx, completions, opts, RECT_FRAME, (i, base) => {
     const allowed = new Set(contextAllowedBlocks(ctx, i).map(normalizeBlockId));
     const used = usedVolumes(prev.acceptedByAgent[i]);
     const remaining = new Map<string, number>();
@@ -197,24 +183,13 @@ export function resourceSchedulePrompts(
       remainingLines.push(`- ${b}: ${Math.max(0, left(b))}`);
     }
 
-    const parts: string[] = [];
-    if (ctx.systemPrompt) parts.push(ctx.systemPrompt, '');
-    if (ctx.resourceLimitsText && !originalPrompt) parts.push(ctx.resourceLimitsText, '');
-    const base = baseUserPrompt(ctx, i, n);
-    if (originalPrompt && base) parts.push(base, '');
-    parts.push(
-      'Do not output any text other than commands.',
-      '',
-      'Accepted commands from your previous turn:',
-      formatAccepted(prev.acceptedByAgent[i]),
-      '',
+    return [
+      ...rectOpening(base, prev.acceptedByAgent[i], []),
       'Remaining resources after previous turn (air unlimited):',
       remainingLines.length ? remainingLines.join('\n') : '(none)',
       '',
       'Suggested rectangles to build next (greedy by size):',
       formatRects(selected),
-    );
-    if (opts.previousResponse ?? true) pushPrevious(parts, completion, 'Your previous raw output:');
-    return finish(parts);
+    ];
   });
 }

@@ -1,10 +1,10 @@
 /** `score_feedback` (the configs' default mode): the previous joint reward as a number. */
-import { pyFormatFixed } from '../../tldr/python-text.js';
+import { pyFormatFixed } from '../../../src/util/python-text.js';
 import { hasKill } from '../commands.js';
 import type { HouseBuildFeedbackContext } from '../prompts.js';
 import { spiderPenaltyAmount } from '../rpg.js';
 import { scoreWorld } from '../world.js';
-import { baseUserPrompt, checkAgents, finish, pushPrevious, replayPreviousTurn, type HouseBuildFeedbackOptions } from './common.js';
+import { checkAgents, followUpPrompts, replayPreviousTurn, turnLine, type HouseBuildFeedbackOptions } from './common.js';
 
 /**
  * The reward the feedback reports: match score minus the spider penalty. Deliberately applied for
@@ -26,21 +26,19 @@ export function scoreFeedbackPrompts(
   completions: readonly string[],
   opts: HouseBuildFeedbackOptions = {},
 ): string[] {
-  const n = checkAgents(completions);
+  checkAgents(completions);
   let rewardText: string;
   try {
     rewardText = pyFormatFixed(feedbackReward(ctx, completions), 4);
   } catch {
     rewardText = 'unavailable';
   }
-  return completions.map((completion, i) => {
-    const parts: string[] = [];
-    if (ctx.systemPrompt) parts.push(ctx.systemPrompt, '');
-    parts.push('Score feedback:', `- Turn: ${opts.turn ?? 1}`, `- Previous reward: ${rewardText}`);
-    parts.push('- Do not output any text other than commands.');
-    const base = baseUserPrompt(ctx, i, n);
-    if ((opts.originalPrompt ?? true) && base) parts.push('', base);
-    if (opts.previousResponse ?? true) pushPrevious(parts, completion, 'Your previous commands:');
-    return finish(parts);
-  });
+  const frame = { resourceText: false, previousHeader: 'Your previous commands:' };
+  return followUpPrompts(ctx, completions, opts, frame, (_i, base) => [
+    'Score feedback:',
+    turnLine(opts),
+    `- Previous reward: ${rewardText}`,
+    '- Do not output any text other than commands.',
+    ...(base ? ['', base] : []),
+  ]);
 }

@@ -1,17 +1,30 @@
 /**
- * Python 3 `str` semantics that the reference rewards depend on and that JavaScript does not share.
- * Each helper reproduces one CPython 3.11 behaviour exactly; the TLDR and HouseBuild rewards use
- * them so that token counts, word sets, parsed integers and printed floats agree with the originals.
+ * Python 3 `str` and `re` semantics that the reference rewards depend on and that JavaScript does
+ * not share. Each helper reproduces one CPython 3.11 behaviour exactly, so that the TLDR, HouseBuild
+ * and CoopHE rewards agree with the originals on token counts, word sets, stripped lines, parsed
+ * integers and printed floats. The reference runs its regexes on `str` patterns, where `\s`, `\w`
+ * and `\b` are Unicode-aware and `.` stops only at `\n`; JavaScript differs on each, so patterns are
+ * built from the `PY_*` classes below. Generic (no task knowledge), hence in src.
  */
 
 /**
- * The characters for which Python's `str.isspace()` is true (bidirectional class WS/B/S or
- * category Zs). Deliberately not JS `\s`: that adds U+FEFF and lacks U+001C–U+001F and U+0085.
+ * Body of a character class of the characters for which Python's `str.isspace()` is true (what
+ * `\s` and `str.strip()` treat as space: bidirectional class WS/B/S or category Zs). Deliberately
+ * not JS `\s`: that adds U+FEFF and lacks U+001C–U+001F and U+0085.
  */
-export const PY_WHITESPACE_CLASS =
-  '\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
+export const PY_SPACE = '\\t\\n\\v\\f\\r\\x1c-\\x1f \\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000';
 
-const WS_RUN_G = new RegExp(`[${PY_WHITESPACE_CLASS}]+`, 'gu');
+/**
+ * Body of a character class for Python's `\w` on `str`: isalnum() (letters L*, and anything
+ * numeric: Nd/Nl/No) or `_`. Deliberately not JS `\w`, which is ASCII-only even with the `u` flag;
+ * combining marks are not `\w`.
+ */
+export const PY_WORD = '\\p{L}\\p{N}_';
+
+/** Python's `.` without DOTALL: anything but `\n` (JS `.` also stops at `\r`, U+2028, U+2029). */
+export const PY_DOT = '[^\\n]';
+
+const WS_RUN_G = new RegExp(`[${PY_SPACE}]+`, 'gu');
 
 /** True for a UTF-16 unit that is Python whitespace (all of them are in the BMP). */
 function isSpaceUnit(c: number): boolean {
@@ -87,9 +100,12 @@ export function pyLen(s: string): number {
   return n;
 }
 
-// Python's `\w` on str patterns: isalnum() (letters L*, and anything numeric: Nd/Nl/No) or '_'.
-// Deliberately not JS `\w`, which is ASCII-only even with the `u` flag; combining marks are not \w.
-const PY_WORD_RUN = /[\p{L}\p{N}_]+/gu;
+/** Python `s[start:end]`: a slice by code points, as Python slices strings. */
+export function pySlice(s: string, start: number, end?: number): string {
+  return [...s].slice(start, end).join('');
+}
+
+const PY_WORD_RUN = new RegExp(`[${PY_WORD}]+`, 'gu');
 
 /** Python `re.findall(r"\b\w+\b", s)`: the maximal runs of Python word characters. */
 export function pyFindWords(s: string): string[] {
@@ -99,7 +115,7 @@ export function pyFindWords(s: string): string[] {
 // str.splitlines() boundaries: \n \r \r\n \v \f \x1c \x1d \x1e \x85 \u2028 \u2029.
 const LINE_BREAK = /\r\n|[\n\r\v\f\x1c\x1d\x1e\x85\u2028\u2029]/;
 
-/** Python `s.splitlines()` (keepends=False): a trailing line break opens no extra empty line. */
+/** Python `s.splitlines()` (keepends=False): splits on every Unicode line boundary; a trailing one opens no extra empty line. */
 export function pySplitLines(s: string): string[] {
   if (s === '') return [];
   const parts = s.split(new RegExp(LINE_BREAK.source, 'g'));
@@ -214,4 +230,15 @@ export function pyFormatFixed(x: number, digits: number): string {
   if (lastDigit % 2 === 1) return plain; // toFixed already went up, to the even neighbour
   const down = digits === 0 ? kept.slice(0, -1) : kept;
   return (x < 0 ? '-' : '') + down;
+}
+
+/** Escapes `s` for use as a literal inside a RegExp (Python `re.escape` analogue). */
+export function escapeRegExp(s: string): string {
+  // Only syntax characters: with the `u` flag any other escaped character is an error.
+  return s.replace(/[.*+?^${}()|[\]\\/]/g, '\\$&');
+}
+
+/** Replaces every occurrence of `needle` (a plain string, no `$` patterns). */
+export function replaceAllLiteral(s: string, needle: string, replacement: string): string {
+  return s.split(needle).join(replacement);
 }

@@ -1,0 +1,264 @@
+/**
+ * What every trainer (MAGRPO, CoLLM-DC, CoLLM-CC) does the same way, as in CoMLRL: check its
+ * inputs, walk the training tasks epoch by epoch (evaluating every `eval_interval` items), count
+ * env steps and optimizer steps, throttle train logs by `logging_steps`, play eval episodes, and
+ * snapshot all that (with the optimizers' moments) for an exact resume. The algorithm itself lives in each trainer's file.
+ */
+import type * as tf from '@tensorflow/tfjs';
+import type { Agent } from '../../src/decpomdp/agent.js';
+import type { LLMDecPOMDP } from '../../src/decpomdp/types.js';
+import { AdamW } from '../../src/optim/adamw.js';
+import type { AdamWOptions } from '../../src/optim/config.js';
+import { createRng, rngFor, type Rng } from '../../src/util/rng.js';
+import { runEvalEpisodes, type EvalCallback, type EvalEpisode } from './eval.js';
+import type { GenerationSettings } from './generation.js';
+import { PhaseTimer, type MetricsSink } from './metrics.js';
+import { checkTrainerState, optimizerStates, restoreOptimizers, type DatasetCursor, type TrainerState } from './state.js';
+
+/** Options of a trainer's `train()`. */
+export interface TrainOptions {
+  /** Stop after this many training items in this call (the cursor lets a later call continue). */
+  maxItems?: number;
+  /** Called after each training item (e.g. to checkpoint with exportState()). */
+  onItemEnd?: (progress: { epoch: number; index: number; envStep: number }) => void | Promise<void>;
+}
+
+/** Constructor arguments every trainer takes. */
+export interface TrainerInputs<T, S> {
+  /** The n agents (separate model objects; vocabularies may differ). */
+  agents: readonly Agent[];
+  env: LLMDecPOMDP<T, S>;
+  trainTasks: readonly T[];
+  evalTasks?: readonly T[];
+  /** User metrics over eval episodes, logged as `eval/<key>`. */
+  evalCallbacks?: readonly EvalCallback<T, S>[];
+  /** Receives train and eval metrics at step = env_step. */
+  logger?: MetricsSink;
+}
+
+/** The config fields (CoMLRL's names) the shared run logic reads. */
+export interface RunConfig {
+  readonly num_agents?: number | undefined;
+  readonly num_turns: number;
+  readonly num_train_epochs: number;
+  readonly rollout_buffer_size: number;
+  readonly train_batch_size: number | null;
+  readonly max_new_tokens: number;
+  readonly temperature: number;
+  readonly top_p: number;
+  readonly top_k: number | null;
+  readonly discount: number;
+  readonly eval_interval: number;
+  readonly eval_num_samples: number;
+  readonly eval_batch_size: number;
+  readonly eval_greedy: boolean;
+  readonly logging_steps: number;
+  readonly seed: number;
+  readonly adam_betas: [number, number];
+  readonly adam_eps: number;
+  readonly weight_decay: number;
+}
+
+/** How a trainer names itself: in constructor errors, in errors during a run, in its saved state. */
+export interface TrainerNames {
+  /** e.g. 'CoLLMDCTrainer'. */
+  readonly className: string;
+  /** e.g. 'CoLLM-DC'. */
+  readonly label: string;
+  /** `TrainerState.trainer`, e.g. 'collm-dc'. */
+  readonly stateTag: string;
+}
+
+/** Throws when a reward is NaN or infinite (a trainer never learns from it silently). */
+export function assertFiniteReward(label: string, envName: string, reward: number, turn: number): void {
+  if (!Number.isFinite(reward)) throw new Error(`${label}: env '${envName}' returned a non-finite reward (${reward}) at turn ${turn + 1}`);
+}
+
+/**
+ * The run bookkeeping of a trainer. Subclasses build their optimizers (and critics) in their own
+ * constructor, and supply what one training item and the end of an epoch do.
+ */
+export abstract class TrainerBase<T, S, C extends RunConfig> {
+  /** The validated config with defaults. */
+  readonly config: C;
+  readonly agents: readonly Agent[];
+  readonly env: LLMDecPOMDP<T, S>;
+
+  protected readonly trainTasks: readonly T[];
+  protected readonly evalTasks: readonly T[];
+  protected readonly evalCallbacks: readonly EvalCallback<T, S>[];
+  protected readonly logger: MetricsSink | undefined;
+  /** Sampling settings of every training generate call. */
+  protected readonly settings: GenerationSettings;
+  /** Samples per minibatch (one optimizer step each). */
+  protected readonly trainBatchSize: number;
+  protected readonly timer = new PhaseTimer();
+
+  protected samplingRng: Rng;
+  protected minibatchRng: Rng;
+  protected cursor: DatasetCursor = { epoch: 0, index: 0 };
+  protected envStep = 0;
+  protected optimizerSteps = 0;
+  private lastLogEnvStep: number | null = null;
+
+  protected constructor(
+    protected readonly names: TrainerNames,
+    config: C,
+    inputs: TrainerInputs<T, S>,
+  ) {
+    const name = names.className;
+    const { agents, env } = inputs;
+    const n = agents.length;
+    if (n < 1) throw new Error(`${name}: agents must hold at least one agent`);
+    if (config.num_agents !== undefined && config.num_agents !== n) {
+      throw new Error(`${name}: config num_agents is ${config.num_agents} but ${n} agents were given`);
+    }
+    if (env.numAgents !== n) throw new Error(`${name}: env '${env.name}' has ${env.numAgents} agents but ${n} agents were given`);
+    if (config.num_turns > env.horizon) {
+      throw new Error(`${name}: num_turns ${config.num_turns} exceeds env '${env.name}' horizon ${env.horizon}`);
+    }
+    // One model object per agent: an optimizer step of one agent must not move another.
+    for (let i = 0; i < n; i++) {
+      for (let j = 0; j < i; j++) {
+        if (agents[i].model === agents[j].model) {
+          throw new Error(`${name}: agents ${j} and ${i} share one model object; homogeneous agents must be separate copies`);
+        }
+      }
+    }
+    if (inputs.trainTasks.length === 0) throw new Error(`${name}: trainTasks is empty`);
+
+    this.config = config;
+    this.agents = [...agents];
+    this.env = env;
+    this.trainTasks = inputs.trainTasks;
+    this.evalTasks = inputs.evalTasks ?? [];
+    this.evalCallbacks = inputs.evalCallbacks ?? [];
+    this.logger = inputs.logger;
+    this.settings = { maxNewTokens: config.max_new_tokens, temperature: config.temperature, topP: config.top_p, topK: config.top_k };
+    this.trainBatchSize = config.train_batch_size ?? config.rollout_buffer_size;
+    this.samplingRng = rngFor(config.seed, 'sampling');
+    this.minibatchRng = rngFor(config.seed, 'minibatch');
+  }
+
+  /** Joint actions the environment has scored so far (CoMLRL's `env_step`, the logging x-axis). */
+  get envSteps(): number {
+    return this.envStep;
+  }
+
+  /** Optimizer steps taken so far, summed over every model the trainer updates. */
+  get updateSteps(): number {
+    return this.optimizerSteps;
+  }
+
+  /** The next training item (epoch, index). */
+  get datasetCursor(): DatasetCursor {
+    return { ...this.cursor };
+  }
+
+  /**
+   * Runs the remaining epochs from the current cursor: per task, eval when due, then the trainer's
+   * work on the task; at epoch end whatever the trainer still buffers is trained on.
+   */
+  async train(options: TrainOptions = {}): Promise<void> {
+    const { num_train_epochs: epochs, eval_interval: evalInterval } = this.config;
+    let items = 0;
+    while (this.cursor.epoch < epochs) {
+      while (this.cursor.index < this.trainTasks.length) {
+        if (options.maxItems !== undefined && items >= options.maxItems) return;
+        const index = this.cursor.index;
+        // CoMLRL evaluates when batch_idx % eval_interval == 0, i.e. also before each epoch's first item.
+        if (evalInterval > 0 && this.evalTasks.length > 0 && index % evalInterval === 0) await this.evaluate();
+
+        await this.trainOn(this.trainTasks[index]);
+
+        this.cursor = { epoch: this.cursor.epoch, index: index + 1 };
+        items++;
+        await options.onItemEnd?.({ epoch: this.cursor.epoch, index, envStep: this.envStep });
+      }
+      await this.endEpoch();
+      this.cursor = { epoch: this.cursor.epoch + 1, index: 0 };
+    }
+  }
+
+  /** Plays one training task and updates on whatever buffer it fills. */
+  protected abstract trainOn(task: T): Promise<void>;
+
+  /** Trains on the leftovers of the epoch and logs its summary. */
+  protected abstract endEpoch(): Promise<void>;
+
+  /** Evaluates the current agents (and logs the result). */
+  abstract evaluate(): Promise<unknown>;
+
+  /**
+   * Plays the first `eval_num_samples` eval tasks along one path (one completion per agent per
+   * turn), greedy if `eval_greedy`. The eval stream restarts from the seed at every evaluation, so
+   * successive evaluations differ only by the weights.
+   */
+  protected playEvalEpisodes(earlyTerminationThreshold: number | null): Promise<EvalEpisode<T, S>[]> {
+    const { config } = this;
+    return runEvalEpisodes({
+      agents: this.agents,
+      env: this.env,
+      tasks: this.evalTasks.slice(0, config.eval_num_samples),
+      numTurns: config.num_turns,
+      batchSize: config.eval_batch_size,
+      settings: { ...this.settings, greedy: config.eval_greedy },
+      rng: rngFor(config.seed, 'eval'),
+      discount: config.discount,
+      earlyTerminationThreshold,
+    });
+  }
+
+  /** An AdamW over `variables` with the config's betas, eps and weight decay. */
+  protected adamW(variables: readonly tf.Variable[], lr: number): AdamW {
+    const options: AdamWOptions = { lr, betas: this.config.adam_betas, eps: this.config.adam_eps, weightDecay: this.config.weight_decay };
+    return new AdamW(variables, options);
+  }
+
+  /**
+   * Whether train metrics are due now: there is a logger, and env_step has advanced by at least
+   * `logging_steps` since the last train log (the first is always due). Marks the log as taken.
+   */
+  protected trainLogDue(): boolean {
+    if (!this.logger) return false;
+    if (this.lastLogEnvStep !== null && this.envStep - this.lastLogEnvStep < this.config.logging_steps) return false;
+    this.lastLogEnvStep = this.envStep;
+    return true;
+  }
+
+  /**
+   * A snapshot of this run for `exportState`: counters, dataset cursor, seeded streams, the
+   * optimizers' moments (in the trainer's order) and the trainer's own data.
+   */
+  protected snapshot<Extra>(optimizers: readonly AdamW[], extra: Extra): TrainerState<Extra> {
+    return {
+      format: 'comlrl-trainer-state',
+      version: 1,
+      trainer: this.names.stateTag,
+      numAgents: this.agents.length,
+      counters: { env_step: this.envStep, optimizer_steps: this.optimizerSteps, last_log_env_step: this.lastLogEnvStep ?? -1 },
+      cursor: { ...this.cursor },
+      rng: { sampling: this.samplingRng.state(), minibatch: this.minibatchRng.state() },
+      optimizers: optimizerStates(optimizers),
+      extra,
+    };
+  }
+
+  /**
+   * Restores what {@link TrainerBase.snapshot} wrote, except the trainer's own data: checks that
+   * the state is this trainer's (and `checkExtra` its data) before anything is changed, then
+   * restores the optimizers, counters, cursor and streams.
+   */
+  protected restoreSnapshot<Extra>(state: TrainerState<Extra>, optimizers: readonly AdamW[], checkExtra: (extra: Extra) => void): void {
+    checkTrainerState(state, this.names.stateTag, this.agents.length, optimizers.length);
+    checkExtra(state.extra);
+    restoreOptimizers(optimizers, state.optimizers);
+    this.samplingRng = createRng(0, state.rng.sampling);
+    this.minibatchRng = createRng(0, state.rng.minibatch);
+    this.cursor = { ...state.cursor };
+    this.envStep = state.counters.env_step ?? 0;
+    this.optimizerSteps = state.counters.optimizer_steps ?? 0;
+    const last = state.counters.last_log_env_step ?? -1;
+    this.lastLogEnvStep = last < 0 ? null : last;
+  }
+}
