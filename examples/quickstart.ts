@@ -14,7 +14,7 @@
  * COMLRL_QUICKSTART_EPOCHS (default 20), COMLRL_QUICKSTART_OUT (default runs/quickstart),
  * COMLRL_BACKEND (wasm, cpu, tensorflow, ...).
  */
-import { mkdtemp } from 'node:fs/promises';
+import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -54,8 +54,9 @@ export async function quickstart(options: QuickstartOptions = {}): Promise<Quick
 
   // 2. Agents: Hugging Face directories (config.json + safetensors + tokenizer.json).
   let dirs = options.modelDirs ?? process.env.COMLRL_AGENT_MODELS?.split(',').filter((d) => d !== '');
+  let tmp: string | null = null;
   if (!dirs || dirs.length === 0) {
-    const tmp = await mkdtemp(join(tmpdir(), 'comlrl-quickstart-'));
+    tmp = await mkdtemp(join(tmpdir(), 'comlrl-quickstart-'));
     dirs = [join(tmp, 'agent-a'), join(tmp, 'agent-b')];
     // Tiny qwen3 checkpoints with a word-level tokenizer over the toy task's 15 words.
     for (const [i, dir] of dirs.entries()) {
@@ -116,6 +117,8 @@ export async function quickstart(options: QuickstartOptions = {}): Promise<Quick
 
   trainer.dispose();
   for (const a of agents) a.model.dispose();
+  // The tiny starting checkpoints were scratch; the trained agents are under `out`.
+  if (tmp !== null) await rm(tmp, { recursive: true, force: true });
   return { before, after, savedTo, metricsFile: logger.path };
 }
 
