@@ -56,7 +56,7 @@ describe('initBackend', () => {
     await expect(initBackend()).rejects.toThrow(/COMLRL_BACKEND: unknown backend 'tpu'; expected one of wasm, cpu/);
     await expect(initBackend('tensorflow')).rejects.toThrow(/npm i @tensorflow\/tfjs-node@4\.22\.0/);
     await expect(initBackend('tensorflow-gpu')).rejects.toThrow(/npm i @tensorflow\/tfjs-node-gpu@4\.22\.0/);
-    await expect(initBackend('webgpu')).rejects.toThrow(/'webgpu' \(experimental\) needs the optional package webgpu/);
+    await expect(initBackend('webgpu')).rejects.toThrow(/'webgpu' \(experimental\) needs the optional package webgpu: run `npm i webgpu@0.6.2`/);
   });
 });
 

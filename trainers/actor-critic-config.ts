@@ -7,6 +7,7 @@
  *   `use_importance_ratio` + `ratio_clip_range` (the paper's "advantage clip" 0.2: the ratio
  *   π_θ/π_old of the stored behaviour log-probs, clipped PPO-style), `update_epochs` (passes over
  *   one buffer), `use_global_info` (the critic reads m_t; on for CC, off for DC);
+ * - `critic_warmup_items`: the first N training items update only the critic(s) (off by default);
  * - run settings shared with MAGRPO: seed, gradient clipping, AdamW settings, greedy eval, scoring
  *   chunk size; plus the critic head kind and a critic input length cap.
  *
@@ -83,6 +84,17 @@ function sharedFields(useGlobalInfoDefault: boolean) {
     ratio_clip_range: finiteNumber('ratio_clip_range', { min: 0, exclusiveMin: true }).nullable().default(0.2),
     /** The critic reads m_t (turn, horizon, last reward / max reward), as the paper's critic prompt. */
     use_global_info: boolField('use_global_info').default(useGlobalInfoDefault),
+
+    // ---- comlrl training schedule ----
+    /**
+     * Critic warm-up (as verl's `critic_warmup`): while the first N training items are played,
+     * only critic parameters take optimizer steps — the separate critics, the centralized critic,
+     * or (shared head) only the value head, never the actor's backbone. The actors keep sampling
+     * but do not step. An update counts as warm-up when the newest transition in it comes from one
+     * of the first N items (items are counted across epochs like the dataset cursor and restored
+     * by `importState`). 0 (default) turns it off: CoMLRL 1.3.6's schedule.
+     */
+    critic_warmup_items: intAtLeast('critic_warmup_items', 0).default(0),
 
     // ---- comlrl run settings (as in MAGRPO) ----
     ...runSettingsFields(),

@@ -18,7 +18,8 @@
  *      order, shuffled minibatches of joint transitions; per minibatch
  *        every actor i: −mean( min(ρ_i·A, clip(ρ_i, 1±c)·A) )   (CoMLRL: −mean(A·log π_i)),
  *        then the critic ONCE: value_loss_coef · mean (y − V(h))² on the joint inputs.
- *      The buffer is then empty: nothing is kept between flushes.
+ *      The buffer is then empty: nothing is kept between flushes. During a critic warm-up
+ *      (`critic_warmup_items`) only the critic steps.
  *
  * Differences from CoMLRL 1.3.6 (README): the critic is updated once per joint minibatch, not once
  * per agent buffer (CoMLRL steps it N times on duplicated inputs); it reads m_t and uses the
@@ -159,9 +160,12 @@ export class CoLLMCCTrainer<T, S> extends ActorCriticTrainer<T, S, CoLLMCCConfig
       config.advantage_normalization,
     );
 
+    // Critic warm-up (`critic_warmup_items`): the actors do not step; the critic alone learns.
+    const actorsFrozen = this.inCriticWarmup;
+
     for (const mb of this.minibatchPlan(transitions)) {
       // Every actor on its own part of the joint minibatch.
-      for (let i = 0; i < agents.length; i++) {
+      for (let i = 0; i < (actorsFrozen ? 0 : agents.length); i++) {
         const label = `CoLLM-CC agent ${i} ('${agents[i].name}'), turn ${mb.turn + 1}, epoch ${mb.epoch + 1}`;
         const rows = mb.indices.map((j) => this.actorRow(i, transitions[j].agents[i], advantages[j], mb.indices.length));
         const recorder: RatioRecorder = { ratios: [] };

@@ -19,7 +19,8 @@
  *        critic: value_loss_coef · mean (y − V_i(h))²  — a separate critic steps its own AdamW;
  *        a shared head adds it to the actor loss (value clipped around the stored value) and
  *        takes one joint step.
- *      The buffer is then empty: nothing is kept between flushes.
+ *      The buffer is then empty: nothing is kept between flushes. During a critic warm-up
+ *      (`critic_warmup_items`) only the critics step (a shared head: only the head, not the backbone).
  *
  * With `update_epochs: 1, use_importance_ratio: false, use_global_info: false` (see `comlrl136()`)
  * this is CoMLRL 1.3.6's IAC update. Differences (README): separate critics read the
@@ -203,6 +204,9 @@ export class CoLLMDCTrainer<T, S> extends ActorCriticTrainer<T, S, CoLLMDCConfig
       ),
     );
 
+    // Critic warm-up (`critic_warmup_items`): only the critics (a shared head: only the head) step.
+    const actorsFrozen = this.inCriticWarmup;
+
     for (const mb of this.minibatchPlan(transitions)) {
       for (let i = 0; i < agents.length; i++) {
         const label = `CoLLM-DC agent ${i} ('${agents[i].name}'), turn ${mb.turn + 1}, epoch ${mb.epoch + 1}`;
@@ -216,6 +220,26 @@ export class CoLLMDCTrainer<T, S> extends ActorCriticTrainer<T, S, CoLLMDCConfig
           } satisfies ActorRow & ValueRow;
         });
         const recorder: RatioRecorder = { ratios: [] };
+        if (actorsFrozen) {
+          // Warm-up: the critic's own variables only (for a shared head: the head, through the
+          // actor's AdamW, whose per-parameter steps leave the backbone untouched). The actor is
+          // unchanged, so its policy version is too.
+          const shared = this.critics[i].sharesBackbone;
+          const c = await this.timer.time('critic_training', () =>
+            criticStep(
+              this.critics[i],
+              shared ? this.actorOptimizers[i] : this.criticOptimizers[i],
+              rows,
+              config.value_loss_coef,
+              shared ? config.value_clip_range : null,
+              this.stepOptions(`${label} critic`),
+            ),
+          );
+          metrics.loss(mb.turn, i, 'value_loss', c.loss);
+          metrics.gradNorm(i, 'critic_grad_norm', c.gradNorm);
+          this.optimizerSteps++;
+          continue;
+        }
         if (this.critics[i].sharesBackbone) {
           // Shared head: actor loss + coef · clipped value loss, one backward, one step.
           const r = await this.timer.time('training', () =>

@@ -29,12 +29,12 @@ function parseBackendName(value: string, source: string): BackendName {
 }
 
 // Module names are held in variables so TypeScript does not resolve these optional packages.
-async function importOptional(pkg: string, why: string): Promise<unknown> {
+async function importOptional(pkg: string, why: string, version = '4.22.0'): Promise<unknown> {
   try {
     return await import(pkg);
   } catch (err) {
     const cause = err instanceof Error ? err.message : String(err);
-    throw new Error(`backend ${why} needs the optional package ${pkg}: run \`npm i ${pkg}@4.22.0\` (${cause})`);
+    throw new Error(`backend ${why} needs the optional package ${pkg}: run \`npm i ${pkg}@${version}\` (${cause})`);
   }
 }
 
@@ -55,7 +55,7 @@ async function registerBackend(name: BackendName): Promise<string> {
       return 'tensorflow';
     case 'webgpu': {
       // Experimental: Node has no navigator.gpu, so Dawn (the `webgpu` package) provides one.
-      const dawn = (await importOptional('webgpu', "'webgpu' (experimental)")) as {
+      const dawn = (await importOptional('webgpu', "'webgpu' (experimental)", '0.6.2')) as {
         create?: (flags: string[]) => unknown;
         globals?: Record<string, unknown>;
       };

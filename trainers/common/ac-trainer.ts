@@ -45,6 +45,11 @@ export interface ActorCriticStateExtra {
   readonly episodes: number;
   /** Per-turn sums for the epoch-end metrics. */
   readonly epochTurnStats: { turn: number; transitions: number; rewardSum: number; returnSum: number }[];
+  /**
+   * Training items started so far, across epochs (what `critic_warmup_items` counts). Absent in
+   * snapshots written before the option existed: the dataset cursor's position is used then.
+   */
+  readonly trainItems?: number;
 }
 
 /**
@@ -216,6 +221,8 @@ export abstract class ActorCriticTrainer<T, S, C extends ActorCriticConfig, V> e
   /** Optimizer steps of each actor so far: a stored behaviour log-prob is exact while its actor's count is unchanged. */
   protected policyVersions: number[];
   private episodes = 0;
+  /** Training items started so far (the current one included), across epochs. */
+  private trainItems = 0;
   private lastUpdate: MetricRecord = {};
 
   protected constructor(names: TrainerNames, config: C, inputs: ActorCriticInputs<T, S>) {
@@ -235,8 +242,20 @@ export abstract class ActorCriticTrainer<T, S, C extends ActorCriticConfig, V> e
     return this.buffer.size;
   }
 
+  /**
+   * Whether an update now is a critic warm-up update (config `critic_warmup_items`): only the
+   * critics' parameters step (for a shared head only the head), the actors stay frozen and their
+   * policy versions unchanged. True while the item being played (or, at epoch end, the last one
+   * played) is one of the first `critic_warmup_items`; an `updateFrom` before any item counts too.
+   */
+  get inCriticWarmup(): boolean {
+    const n = this.config.critic_warmup_items;
+    return n > 0 && this.trainItems <= n;
+  }
+
   /** One episode into the buffer; every time the buffer fills, an update. */
   protected async trainOn(task: T): Promise<void> {
+    this.trainItems++;
     const transitions = await this.rollout(task);
     this.envStep += transitions.length;
     this.epochStats.add(transitions);
@@ -405,9 +424,10 @@ export abstract class ActorCriticTrainer<T, S, C extends ActorCriticConfig, V> e
     return new FlushMetrics(this.config.use_importance_ratio ? this.config.ratio_clip_range : null);
   }
 
-  /** Ends an update: its record (plus user rollout metrics) is kept and logged when due. */
+  /** Ends an update: its record (plus user rollout metrics, and `critic_warmup: 1` in warm-up) is kept and logged when due. */
   protected async finishUpdate(metrics: FlushMetrics, transitions: readonly JointTransition[]): Promise<MetricRecord> {
-    this.lastUpdate = { ...metrics.record(transitions), ...this.userRolloutMetrics(transitions), optimizer_steps: this.optimizerSteps };
+    const warmup: MetricRecord = this.inCriticWarmup ? { critic_warmup: 1 } : {};
+    this.lastUpdate = { ...metrics.record(transitions), ...this.userRolloutMetrics(transitions), ...warmup, optimizer_steps: this.optimizerSteps };
     if (this.trainLogDue()) {
       await this.logger?.log(this.envStep, { ...this.lastUpdate, epoch: this.cursor.epoch, ...this.timer.drain('time/') });
     }
@@ -481,6 +501,7 @@ export abstract class ActorCriticTrainer<T, S, C extends ActorCriticConfig, V> e
       policyVersions: [...this.policyVersions],
       episodes: this.episodes,
       epochTurnStats: this.epochStats.snapshot(),
+      trainItems: this.trainItems,
     });
   }
 
@@ -493,11 +514,15 @@ export abstract class ActorCriticTrainer<T, S, C extends ActorCriticConfig, V> e
       if (extra.policyVersions.length !== this.agents.length) {
         throw new Error(`importState: ${extra.policyVersions.length} policy versions for ${this.agents.length} agents`);
       }
+      if (extra.trainItems !== undefined && !(Number.isInteger(extra.trainItems) && extra.trainItems >= 0)) {
+        throw new Error(`importState: bad training item count ${String(extra.trainItems)}`);
+      }
     });
     this.buffer = new ReplayBuffer(this.config.rollout_buffer_size);
     for (const t of state.extra.buffer) this.buffer.push(structuredClone(t));
     this.policyVersions = [...state.extra.policyVersions];
     this.episodes = state.extra.episodes;
     this.epochStats.restore(state.extra.epochTurnStats);
+    this.trainItems = state.extra.trainItems ?? state.cursor.epoch * this.trainTasks.length + state.cursor.index;
   }
 }
