@@ -10,7 +10,7 @@ import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
 import type { JointTransition } from '../src/buffer/replay.js';
-import { createCriticHead, loadCriticHead, type CriticHead } from '../src/critic/heads.js';
+import { createCriticHead, headSpecFromHiddenDim, loadCriticHead, type CriticHead } from '../src/critic/heads.js';
 import type { CriticLM } from '../src/critic/value-model.js';
 import type { Agent } from '../src/decpomdp/agent.js';
 import type { GlobalInfo, LLMDecPOMDP, ObservationRendering, StepResult } from '../src/decpomdp/types.js';
@@ -92,6 +92,12 @@ describe('actor-critic configs', () => {
       expect(() => parse({ criticType: 'v' })).toThrow(/did you mean 'critic_type'/);
     }
     expect(() => parseCoLLMCCConfig({ use_separate_critic: false })).toThrow(/unknown field 'use_separate_critic'/);
+  });
+
+  it('a head width of 0 means a linear head, as in CoMLRL configs; negative widths are refused', () => {
+    expect(parseCoLLMDCConfig({ value_head_hidden_dim: 0, critic_value_head_hidden_dim: 0 })).toMatchObject({ value_head_hidden_dim: 0, critic_value_head_hidden_dim: 0 });
+    expect(headSpecFromHiddenDim(parseCoLLMCCConfig({ critic_value_head_hidden_dim: 0 }).critic_value_head_hidden_dim)).toEqual({ type: 'linear' });
+    expect(() => parseCoLLMDCConfig({ value_head_hidden_dim: -1 })).toThrow(/value_head_hidden_dim must be an integer >= 0/);
   });
 
   it('presets of the paper runs parse with their trainer', () => {

@@ -128,18 +128,18 @@ const dcSchema = z
     value_clip_range: finiteNumber('value_clip_range', { min: 0, exclusiveMin: true }).nullable().default(0.2),
     /** true: a separate critic LM per agent (CoMLRL default); false: a value head on each actor's backbone. */
     use_separate_critic: boolField('use_separate_critic').default(true),
-    /** Hidden width of the separate critics' MLP head; null → linear head. */
-    critic_value_head_hidden_dim: intAtLeast('critic_value_head_hidden_dim', 1).nullable().default(null),
-    /** Hidden width of the shared head's MLP; null → linear head. */
-    value_head_hidden_dim: intAtLeast('value_head_hidden_dim', 1).nullable().default(null),
+    /** Hidden width of the separate critics' MLP head; null or 0 → linear head (as CoMLRL). */
+    critic_value_head_hidden_dim: intAtLeast('critic_value_head_hidden_dim', 0).nullable().default(null),
+    /** Hidden width of the shared head's MLP; null or 0 → linear head (as CoMLRL). */
+    value_head_hidden_dim: intAtLeast('value_head_hidden_dim', 0).nullable().default(null),
   })
   .superRefine(multiTurnNeedsOneGeneration);
 
 const ccSchema = z
   .strictObject({
     ...sharedFields(true),
-    /** Hidden width of the centralized critic's MLP head (CoMLRL reads it from model_config); null → linear. */
-    critic_value_head_hidden_dim: intAtLeast('critic_value_head_hidden_dim', 1).nullable().default(null),
+    /** Hidden width of the centralized critic's MLP head (CoMLRL reads it from model_config); null or 0 → linear. */
+    critic_value_head_hidden_dim: intAtLeast('critic_value_head_hidden_dim', 0).nullable().default(null),
   })
   .superRefine(multiTurnNeedsOneGeneration);
 

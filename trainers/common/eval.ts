@@ -144,8 +144,9 @@ export type EvalCallback<T, S> = (
 ) => Record<string, number> | Promise<Record<string, number>>;
 
 /**
- * Runs the callbacks and merges their metrics under `eval/`. A callback returning a non-finite
- * value or a key clash is reported as an error naming the key.
+ * Runs the callbacks and merges their metrics under `eval/`. A value that is not a number, or a
+ * key two callbacks return, is an error naming the key. NaN/Infinity pass through (a mean over no
+ * episodes is NaN) and the JSONL logger writes them as null.
  */
 export async function runEvalCallbacks<T, S>(
   callbacks: readonly EvalCallback<T, S>[],
