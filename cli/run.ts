@@ -358,6 +358,11 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       await fs.writeFile(`${metricsPath}.tmp`, rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
       await fs.rename(`${metricsPath}.tmp`, metricsPath);
       logger = MetricsLogger.open(metricsPath);
+      // Half-written checkpoints left by a hard quit (second Ctrl-C, kill) are never resumed from: drop them.
+      const ckptDir = path.join(runDir, RUN_FILES.checkpoints);
+      for (const name of existsSync(ckptDir) ? await fs.readdir(ckptDir) : []) {
+        if (/^\.step-\d+\.tmp-/.test(name)) await fs.rm(path.join(ckptDir, name), { recursive: true, force: true });
+      }
     } else {
       logger = MetricsLogger.open(metricsPath, { overwrite: true });
     }

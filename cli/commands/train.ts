@@ -75,7 +75,9 @@ export async function trainCommand(argv: readonly string[], ctx: CommandContext)
       log: ctx.err,
       ...(ctx.progress ? { progress: ctx.progress } : {}),
     });
-    return result.completed || stopAfter !== undefined ? 0 : 130;
+    // A Ctrl-C is an interruption (130) even when --stop-after was given and not yet reached.
+    if (result.completed) return 0;
+    return stopAfter !== undefined && !controller.signal.aborted ? 0 : 130;
   } finally {
     process.off('SIGINT', onSigint);
   }

@@ -1,0 +1,68 @@
+/**
+ * `comlrl train` interruption and resume edge cases: Ctrl-C exits 130 even with --stop-after, and
+ * half-written checkpoint directories left by a hard quit are removed when the run is resumed.
+ */
+import { existsSync } from 'node:fs';
+import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, expect, test } from 'vitest';
+import { main, type CommandContext } from '../cli/main.js';
+import { initBackend, setBackendLogger } from '../src/backend/init.js';
+import { cli, tempDir, tinyModels, toyConfigYaml } from './cli-helpers.js';
+
+let root: string;
+let cleanup: () => Promise<void>;
+let agents: string[];
+
+beforeAll(async () => {
+  setBackendLogger(null);
+  await initBackend('wasm');
+  ({ dir: root, cleanup } = await tempDir('cli-interrupt'));
+  agents = await tinyModels(root, ['a0', 'a1']);
+});
+afterAll(async () => cleanup());
+
+test('Ctrl-C before --stop-after is reached exits 130 (interrupted), with a checkpoint', async () => {
+  const out = join(root, 'sigint');
+  const file = join(root, 'sigint.yaml');
+  await writeFile(file, toyConfigYaml({ agents, out, trainItems: 8, output: { save_steps: 0 } }));
+  const err: string[] = [];
+  let sent = false;
+  const ctx: CommandContext = {
+    out: () => {},
+    err: (l) => err.push(l),
+    progress: {
+      isTTY: false,
+      write: (s: string) => {
+        err.push(s);
+        // The first progress line after training started: press Ctrl-C once.
+        if (!sent && /^magrpo [1-9]\d*\/16/.test(s)) {
+          sent = true;
+          process.emit('SIGINT');
+        }
+      },
+    },
+  };
+  const code = await main(['train', '--config', file, '--stop-after', '15'], ctx);
+  expect(sent).toBe(true);
+  expect(err.join('\n')).toMatch(/interrupt: stopping after the current item/);
+  expect(code).toBe(130);
+  const ckpts = (await readdir(join(out, 'checkpoints'))).filter((n) => n.startsWith('step-'));
+  expect(ckpts.length).toBe(1);
+  expect(Number(ckpts[0].slice(5))).toBeLessThan(15);
+});
+
+test('resume removes half-written checkpoint directories left by a hard quit', async () => {
+  const out = join(root, 'leftover');
+  const file = join(root, 'leftover.yaml');
+  await writeFile(file, toyConfigYaml({ agents, out, trainItems: 4 }));
+  const stopped = await cli(['train', '--config', file, '--stop-after', '2']);
+  expect(stopped.code, stopped.err).toBe(0);
+  const junk = join(out, 'checkpoints', '.step-000004.tmp-12345-1700000000000');
+  await mkdir(join(junk, 'agent_0'), { recursive: true });
+  await writeFile(join(junk, 'agent_0', 'model.safetensors'), Buffer.alloc(64));
+  const r = await cli(['train', '--resume', out]);
+  expect(r.code, r.err).toBe(0);
+  expect(existsSync(junk)).toBe(false);
+  expect((await readdir(join(out, 'checkpoints'))).filter((n) => n.startsWith('.'))).toEqual([]);
+});
