@@ -30,7 +30,8 @@ import { MetricsLogger, readMetrics, type MetricValue } from '../src/logging/met
 import { writePlots } from '../src/logging/plots.js';
 import { ProgressBar, type ProgressStream } from '../src/logging/progress.js';
 import type { MetricRecord } from '../trainers/common/metrics.js';
-import { episodeReward, setupTask, type AnyEpisode, type TaskSetup } from './tasks.js';
+import { outputDirProblem } from './paths.js';
+import { episodeReward, setupTask, splitOf, type AnyEpisode, type TaskSetup } from './tasks.js';
 import {
   buildTrainer,
   cursorStep,
@@ -71,6 +72,11 @@ export interface RunOptions {
   readonly progress?: ProgressStream;
   /** Label of the progress bar. */
   readonly label?: string;
+  /**
+   * How the user chooses the run directory, for messages (default `output.dir`; the demo's `--out`).
+   * With `--out` the hints do not mention `--resume`, which only `train` has.
+   */
+  readonly outOption?: string;
 }
 
 /** An evaluation's headline numbers. */
@@ -276,14 +282,38 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
   const t0 = performance.now();
   const resume = options.resume;
   const runDir = resume ? resume.runDir : defaultRunDir(config);
+  const outOption = options.outOption ?? 'output.dir';
+  const choose = outOption === 'output.dir' ? 'set output.dir to a new directory' : `choose another ${outOption} DIR`;
+  const dirProblem = outputDirProblem(runDir, outOption);
+  if (dirProblem !== undefined) throw new Error(dirProblem);
   if (!resume && (await isNonEmptyRun(runDir))) {
-    throw new Error(`output directory ${runDir} already holds a run; continue it with --resume ${runDir}, or set output.dir to a new directory`);
+    throw new Error(
+      outOption === 'output.dir'
+        ? `output directory ${runDir} already holds a run; continue it with --resume ${runDir}, or set output.dir to a new directory`
+        : `output directory ${runDir} already holds a run; ${choose}`,
+    );
+  }
+  const configPath = runDirConfigFile(runDir);
+  if (!resume && existsSync(configPath)) {
+    // Probably the user's own config file: the resolved config would replace it (comments and all).
+    throw new Error(`output directory ${runDir} already contains ${RUN_FILES.config} (${configPath}), which this run would overwrite with its resolved config; ${choose}, or move that file elsewhere`);
   }
   const hash = runConfigHash(config);
   const backend = await initBackend(config.backend);
 
   // ---- build everything before the first write into the run directory ----
   const task = await setupTask(config);
+  if (task.trainTasks.length === 0) {
+    await task.close();
+    const s = splitOf(config, 'train');
+    throw new Error(`${s.key} '${s.spec}' selects no rows from ${s.from}`);
+  }
+  const evalConfigured =
+    Number(config.trainerConfig.eval_num_samples ?? 1) > 0 && (config.output.eval_before_after || Number(config.trainerConfig.eval_interval ?? 0) > 0);
+  if (evalConfigured && task.evalTasks.length === 0) {
+    const s = splitOf(config, 'eval');
+    log(`[comlrl] warning: ${s.key} '${s.spec}' selects no rows from ${s.from}; training runs without evaluation`);
+  }
   const counter = new TokenCounter();
   let muted = false;
   let logger: MetricsLogger | null = null;
@@ -431,7 +461,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
     };
 
     // ---- train ----
-    const bar = new ProgressBar({ total: Math.max(1, totalSteps), label: options.label ?? config.trainer, ...(options.progress ? { stream: options.progress } : {}) });
+    const bar = new ProgressBar({ total: Math.max(1, totalSteps), initial: step, label: options.label ?? config.trainer, ...(options.progress ? { stream: options.progress } : {}) });
     const barInfo = () => ({
       reward: recentRewards.length > 0 ? recentRewards.reduce((a, b) => a + b, 0) / recentRewards.length : undefined,
       eval: lastEval,

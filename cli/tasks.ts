@@ -84,6 +84,33 @@ function requirePath(config: RunConfig, task: string): string {
   return config.dataset.path;
 }
 
+/**
+ * The split spec a run uses for its train or eval items (the config's, else the task's default) and
+ * where the rows come from, for messages such as "dataset.train_split '[:0]' selects no rows from X".
+ */
+export function splitOf(config: RunConfig, which: 'train' | 'eval'): { key: string; spec: string; from: string } {
+  const key = `dataset.${which}_split`;
+  const given = which === 'train' ? config.dataset.train_split : config.dataset.eval_split;
+  const file = which === 'train' ? config.dataset.path : (config.dataset.eval_path ?? config.dataset.path);
+  const task = config.dataset.task;
+  let fallback: string;
+  switch (task) {
+    case 'tldr':
+      fallback = (config.trainer === 'collm-dc' ? paperSplits.tldr.iac : paperSplits.tldr.magrpo)[which];
+      break;
+    case 'coophe':
+      fallback = paperSplits.coophe[which];
+      break;
+    case 'housebuild':
+      fallback = paperSplits.housebuild[which];
+      break;
+    default:
+      fallback = '(all rows)';
+  }
+  const from = task === 'toy-coord' ? `the built-in ${which} items of task toy-coord` : (file ?? `the shipped ${task} data`);
+  return { key, spec: given ?? fallback, from };
+}
+
 /** Builds the task of a run config. */
 export async function setupTask(config: RunConfig): Promise<TaskSetup> {
   switch (config.dataset.task) {

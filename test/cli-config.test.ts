@@ -43,6 +43,31 @@ describe('--set overrides', () => {
   });
 });
 
+describe('--set null and string keys', () => {
+  test('key=null removes the key, so an alternative key or the default applies; !!null keeps a null', () => {
+    const doc = { model: { agent_model: '/m/a' }, dataset: { task: 'toy-coord' }, magrpo: { num_turns: 1, top_k: 7 } };
+    const out = applyOverrides(doc, ['model.agent_model=null', 'model.agents=[/m/a, /m/b]', 'magrpo.top_k=null']);
+    expect(out.model).toEqual({ agents: ['/m/a', '/m/b'] });
+    const c = parse(out);
+    expect(c.model.agents).toEqual(['/m/a', '/m/b']);
+    // The default (50) applies again.
+    expect(c.trainerConfig.top_k).toBe(50);
+    // An explicit null stays null (top-k off).
+    expect(parse(applyOverrides(doc, ['magrpo.top_k=!!null'])).trainerConfig.top_k).toBeNull();
+    // Removing a key under a missing section is a no-op, not a new empty section.
+    expect(applyOverrides({ seed: 1 }, ['task.spider.num=null', 'seed=~'])).toEqual({});
+  });
+
+  test('split keys keep the raw text when YAML reads a non-string; other keys stay strict', () => {
+    expect(parseOverride('dataset.train_split=[:5]').value).toBe('[:5]');
+    expect(parseOverride('dataset.eval_split=[8:]').value).toBe('[8:]');
+    expect(parseOverride('dataset.eval_split=test[:16]').value).toBe('test[:16]');
+    expect(parse(applyOverrides(base(), ['dataset.train_split=[:5]'])).dataset.train_split).toBe('[:5]');
+    expect(parseOverride('model.agents=[/m/a]').value).toEqual(['/m/a']);
+    expect(() => parse(applyOverrides(base(), ['dataset.path=[x]']))).toThrow(/dataset\.path/);
+  });
+});
+
 describe('config files', () => {
   test('YAML and JSON; syntax errors name the line', () => {
     expect(parseConfigText('seed: 3\n')).toEqual({ seed: 3 });

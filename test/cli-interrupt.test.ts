@@ -63,6 +63,38 @@ test('resume removes half-written checkpoint directories left by a hard quit', a
   await writeFile(join(junk, 'agent_0', 'model.safetensors'), Buffer.alloc(64));
   const r = await cli(['train', '--resume', out]);
   expect(r.code, r.err).toBe(0);
+  // The resumed bar starts at step 2 and its rate counts only this session's steps (none yet).
+  expect(r.err).toMatch(/^magrpo 2\/8 25% 0:00<\? 0\.00 it\/s/m);
   expect(existsSync(junk)).toBe(false);
   expect((await readdir(join(out, 'checkpoints'))).filter((n) => n.startsWith('.'))).toEqual([]);
+});
+
+test('SIGTERM (job schedulers) behaves like the first Ctrl-C: checkpoint, exit 130', async () => {
+  const out = join(root, 'sigterm');
+  const file = join(root, 'sigterm.yaml');
+  await writeFile(file, toyConfigYaml({ agents, out, trainItems: 8, output: { save_steps: 0 } }));
+  const err: string[] = [];
+  let sent = false;
+  const ctx: CommandContext = {
+    out: () => {},
+    err: (l) => err.push(l),
+    progress: {
+      isTTY: false,
+      write: (s: string) => {
+        err.push(s);
+        if (!sent && /^magrpo [1-9]\d*\/16/.test(s)) {
+          sent = true;
+          process.emit('SIGTERM');
+        }
+      },
+    },
+  };
+  const code = await main(['train', '--config', file], ctx);
+  expect(sent).toBe(true);
+  expect(err.join('\n')).toMatch(/interrupt \(SIGTERM\): stopping after the current item/);
+  expect(code).toBe(130);
+  const ckpts = (await readdir(join(out, 'checkpoints'))).filter((n) => n.startsWith('step-'));
+  expect(ckpts.length).toBe(1);
+  expect(Number(ckpts[0].slice(5))).toBeLessThan(16);
+  expect(process.listenerCount('SIGTERM')).toBe(0);
 });

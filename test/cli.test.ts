@@ -4,7 +4,7 @@
  * checkpoints loadable with loadCausalLM), then `eval` on what it trained.
  */
 import { existsSync } from 'node:fs';
-import { readdir, readFile, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
@@ -204,4 +204,71 @@ test('demo: a short run end to end with cached tiny checkpoints, reporting the m
   expect(again.code, again.err).toBe(0);
   expect(await readFile(marker, 'utf8')).toBe(before);
   expect(existsSync(join(cache, 'demo', 'critic-a', 'model.safetensors'))).toBe(true);
+});
+
+describe('reviewer fixes: output paths, splits, hints', () => {
+  test("train refuses to overwrite a config.yaml already in the output directory (the user's own)", async () => {
+    const dir = join(root, 'user-dir');
+    await mkdir(dir, { recursive: true });
+    const file = join(dir, 'config.yaml');
+    const text = `# my precious comments\n${toyConfigYaml({ agents, out: join(root, 'elsewhere') })}`;
+    await writeFile(file, text);
+    const r = await cli(['train', '--config', file, '--set', `output.dir=${dir}`]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/already contains config\.yaml \(.*user-dir[/\\]config\.yaml\), which this run would overwrite.*set output\.dir to a new directory/);
+    expect(await readFile(file, 'utf8')).toBe(text);
+    expect(await readdir(dir)).toEqual(['config.yaml']);
+  });
+
+  test('bad output paths are refused up front, naming the option', async () => {
+    const aFile = join(root, 'a-file.txt');
+    await writeFile(aFile, 'x');
+    const file = join(root, 'paths.yaml');
+    await writeFile(file, toyConfigYaml({ agents, out: aFile }));
+    const train = await cli(['train', '--config', file]);
+    expect(train.code).toBe(1);
+    expect(train.err).toMatch(/output\.dir .*a-file\.txt is a file, not a directory/);
+    expect(train.err).not.toMatch(/training magrpo|EEXIST/);
+    const under = await cli(['train', '--config', file, '--set', `output.dir=${join(aFile, 'run')}`]);
+    expect(under.code).toBe(1);
+    expect(under.err).toMatch(/output\.dir .*: .*a-file\.txt is a file, not a directory/);
+
+    const tiny = await cli(['tiny-model', '--arch', 'qwen3', '--out', aFile]);
+    expect(tiny.code).toBe(2);
+    expect(tiny.err).toMatch(/--out .*a-file\.txt is a file, not a directory/);
+    expect(tiny.err).not.toMatch(/ENOTDIR/);
+
+    const ev = await cli(['eval', '--config', file, '--greedy', '--limit', '1', '--out', join(aFile, 'eval.json')]);
+    expect(ev.code).toBe(2);
+    expect(ev.err).toMatch(/--out .*eval\.json: .*a-file\.txt is a file, not a directory/);
+    expect(ev.err).not.toMatch(/\d+ eval items ×/);
+  });
+
+  test('an empty train split names dataset.train_split; an empty eval split warns once', async () => {
+    const file = join(root, 'splits.yaml');
+    await writeFile(file, toyConfigYaml({ agents, out: join(root, 'splits-run'), trainItems: 1, section: { num_train_epochs: 1 } }));
+    const empty = await cli(['train', '--config', file, '--set', 'dataset.train_split=[:0]']);
+    expect(empty.code).toBe(1);
+    expect(empty.err).toMatch(/dataset\.train_split '\[:0\]' selects no rows from the built-in train items of task toy-coord/);
+    expect(existsSync(join(root, 'splits-run'))).toBe(false);
+
+    const noEval = await cli(['train', '--config', file, '--set', 'dataset.eval_split=[:0]']);
+    expect(noEval.code, noEval.err).toBe(0);
+    expect(noEval.err.match(/warning: dataset\.eval_split '\[:0\]' selects no rows/g)).toHaveLength(1);
+  });
+
+  test('eval --help shows --limit in the usage line', async () => {
+    const r = await cli(['eval', '--help']);
+    expect(r.out.split('\n')[0]).toMatch(/\[--limit N\]/);
+  });
+
+  test("demo's hint for an output directory that holds a run names --out, not --resume", async () => {
+    const out = join(root, 'demo-taken');
+    await mkdir(out, { recursive: true });
+    await writeFile(join(out, 'metrics.jsonl'), '');
+    const r = await cli(['demo', '--steps', '1', '--out', out, '--cache', join(root, 'cache-hint')]);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/already holds a run; choose another --out DIR/);
+    expect(r.err).not.toMatch(/--resume|output\.dir/);
+  });
 });

@@ -140,6 +140,18 @@ describe('ProgressBar', () => {
     for (const c of stream.chunks) expect(c.replace('\x1b[K', '').replace('\r', '').length).toBeLessThan(60);
   });
 
+  it('a starting step (resumed run): the bar starts there, rate and ETA count only this session', () => {
+    const stream = new FakeStream(false);
+    let t = 0;
+    const bar = new ProgressBar({ total: 800, initial: 120, label: 'train', stream, now: () => t });
+    expect(bar.render()).toMatch(/^train 120\/800 15% 0:00<.* 0\.00 it\/s$/);
+    t = 10_000;
+    bar.update(140);
+    // 20 steps in 10 s: 2 it/s, 660 left: 5:30.
+    expect(stream.chunks.join('')).toContain('train 140/800 17% 0:10<5:30 2.00 it/s');
+    expect(() => new ProgressBar({ total: 4, initial: -1, stream })).toThrow(/initial/);
+  });
+
   it('rejects a bad total', () => {
     expect(() => new ProgressBar({ total: 0, stream: new FakeStream(false) })).toThrow(/total/);
   });

@@ -155,7 +155,7 @@ export async function demoCommand(argv: readonly string[], ctx: CommandContext):
   ctx.err(`[comlrl demo] two tiny agents learn to agree on an answer (toy-coord), trainer ${trainer}`);
   const doc = await demoConfigDocument({ trainer: trainer as TrainerName, ...(steps !== undefined ? { steps } : {}), seed, out, cache: cacheRoot(stringOpt(args, 'cache')), ...(backend ? { backend: backend as BackendName } : {}) });
   const config = parseRunConfig(doc, TRAINER_CONFIG_SCHEMAS, 'demo');
-  const result = await runTraining({ config, log: ctx.err, label: `demo ${trainer}`, ...(ctx.progress ? { progress: ctx.progress } : {}) });
+  const result = await runTraining({ config, log: ctx.err, label: `demo ${trainer}`, outOption: '--out', ...(ctx.progress ? { progress: ctx.progress } : {}) });
   ctx.out(demoReport(result, (performance.now() - t0) / 1000));
   return 0;
 }

@@ -12,8 +12,9 @@ import { rngFor } from '../../src/util/rng.js';
 import { runEvalEpisodes } from '../../trainers/common/eval.js';
 import { formatUsage, intOpt, listOpt, parseArgs, stringOpt, UsageError, type OptionSpec } from '../args.js';
 import type { CommandContext } from '../main.js';
+import { outputFileProblem } from '../paths.js';
 import { RUN_FILES } from '../run.js';
-import { episodeReward, setupTask, type AnyEpisode } from '../tasks.js';
+import { episodeReward, setupTask, splitOf, type AnyEpisode } from '../tasks.js';
 import { loadAgents, numAgentsOf, sourcesFromConfig } from '../trainer.js';
 import { loadConfig } from './train.js';
 
@@ -29,7 +30,7 @@ const OPTIONS: readonly OptionSpec[] = [
 ];
 
 export const EVAL_USAGE = formatUsage(
-  'comlrl eval --config FILE.yaml [--checkpoint DIR] [--samples N] [--k 1,3,5,10] [--greedy] [--out FILE]',
+  'comlrl eval --config FILE.yaml [--checkpoint DIR] [--samples N] [--k 1,3,5,10] [--limit N] [--greedy] [--out FILE]',
   [
     "Plays the task's eval split (dataset.eval_split) with the agents and prints the paper metrics:",
     '  tldr        tldr/score (the four-level reward) and the eval logger means',
@@ -74,6 +75,10 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
   let samples = intOpt(args, 'samples', 'eval', 1) ?? (task0 === 'coophe' ? Math.max(...ks) : 1);
   if (greedy) samples = 1;
   const limit = intOpt(args, 'limit', 'eval', 1);
+  const out = stringOpt(args, 'out');
+  // A bad --out is refused now, not after the evaluation's work.
+  const outProblem = out !== undefined ? outputFileProblem(out, '--out') : undefined;
+  if (outProblem !== undefined) throw new UsageError(outProblem, 'eval');
 
   const backend = await initBackend(config.backend);
   const task = await setupTask(config);
@@ -85,7 +90,10 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
     const agents = await loadAgents(config, dirs);
     try {
       const items = limit !== undefined ? task.evalTasks.slice(0, limit) : task.evalTasks;
-      if (items.length === 0) throw new Error('the eval split is empty (dataset.eval_split)');
+      if (items.length === 0) {
+        const s = splitOf(config, 'eval');
+        throw new Error(`the eval split is empty: ${s.key} '${s.spec}' selects no rows from ${s.from}`);
+      }
       const tc = config.trainerConfig;
       const numTurns = Number(tc.num_turns ?? 1);
       const repeated = items.flatMap((it) => Array.from({ length: samples }, () => it));
@@ -125,7 +133,6 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
         metrics,
       };
       for (const [k, v] of Object.entries(metrics)) ctx.out(`${k.padEnd(32)} ${formatNumber(v)}`);
-      const out = stringOpt(args, 'out');
       if (out !== undefined) {
         await fs.mkdir(path.dirname(path.resolve(out)), { recursive: true });
         await fs.writeFile(out, `${JSON.stringify(report, null, 2)}\n`);

@@ -3,6 +3,7 @@ import { toyWords } from '../../envs/toy/task.js';
 import { createTinyModel, type TinyModelOptions } from '../../src/model/tiny.js';
 import { formatUsage, intOpt, parseArgs, stringOpt, UsageError, type OptionSpec } from '../args.js';
 import type { CommandContext } from '../main.js';
+import { outputDirProblem } from '../paths.js';
 
 const OPTIONS: readonly OptionSpec[] = [
   { name: 'arch', kind: 'string', value: 'qwen3|qwen2|llama', help: 'architecture (config.json model_type and weight names)' },
@@ -35,6 +36,8 @@ export async function tinyModelCommand(argv: readonly string[], ctx: CommandCont
   if (arch !== 'qwen3' && arch !== 'qwen2' && arch !== 'llama') throw new UsageError(`--arch must be qwen3, qwen2 or llama, got '${arch}'`, 'tiny-model');
   const out = stringOpt(args, 'out');
   if (out === undefined) throw new UsageError('--out DIR is required', 'tiny-model');
+  const outProblem = outputDirProblem(out, '--out');
+  if (outProblem !== undefined) throw new UsageError(outProblem, 'tiny-model');
   if (existsSync(out) && readdirSync(out).length > 0 && !args.flags.has('force')) {
     throw new UsageError(`--out ${out} is not empty (pass --force to write into it)`, 'tiny-model');
   }

@@ -18,7 +18,7 @@ export const TRAIN_USAGE = formatUsage(
   [
     'Trains agents with the trainer section of the config (magrpo, collm_dc or collm_cc) and writes a run',
     'directory: config.yaml, metrics.jsonl, rewards/losses plots, eval.json, checkpoints/ every',
-    'output.save_steps items, final/ models. Ctrl-C stops at the next item with a checkpoint.',
+    'output.save_steps items, final/ models. Ctrl-C (or SIGTERM) stops at the next item with a checkpoint.',
     'With --resume and no --config, the run directory\'s config.yaml is used; a given config must match',
     'the checkpoint\'s (apart from output and backend).',
   ].join('\n'),
@@ -56,16 +56,20 @@ export async function trainCommand(argv: readonly string[], ctx: CommandContext)
 
   const controller = new AbortController();
   let interrupts = 0;
-  const onSigint = () => {
+  // SIGTERM (what job schedulers send before killing a job) is handled like Ctrl-C.
+  const onSignal = (signal: NodeJS.Signals): void => {
     interrupts++;
     if (interrupts === 1) {
-      ctx.err('\n[comlrl] interrupt: stopping after the current item and writing a checkpoint (Ctrl-C again to quit now)');
+      const what = signal === 'SIGINT' ? 'interrupt' : `interrupt (${signal})`;
+      ctx.err(`\n[comlrl] ${what}: stopping after the current item and writing a checkpoint (Ctrl-C again to quit now)`);
       controller.abort();
     } else {
       process.exit(130);
     }
   };
-  process.on('SIGINT', onSigint);
+  // One listener per signal, each knowing its name (process.emit in tests passes no argument).
+  const handlers = (['SIGINT', 'SIGTERM'] as const).map((sig) => [sig, () => onSignal(sig)] as const);
+  for (const [sig, handler] of handlers) process.on(sig, handler);
   try {
     const result = await runTraining({
       config,
@@ -79,6 +83,6 @@ export async function trainCommand(argv: readonly string[], ctx: CommandContext)
     if (result.completed) return 0;
     return stopAfter !== undefined && !controller.signal.aborted ? 0 : 130;
   } finally {
-    process.off('SIGINT', onSigint);
+    for (const [sig, handler] of handlers) process.off(sig, handler);
   }
 }

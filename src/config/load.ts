@@ -34,12 +34,31 @@ export function parseConfigText(text: string, source = '(config)'): Record<strin
 }
 
 /**
+ * Keys whose schema wants a string: an override value that YAML reads as something else (a split
+ * spec such as `[:5]` is a YAML list) is taken as the raw text instead.
+ */
+export const STRING_OVERRIDE_KEYS: ReadonlySet<string> = new Set(['dataset.train_split', 'dataset.eval_split']);
+
+/** One parsed `--set` override. */
+export interface ParsedOverride {
+  readonly path: string[];
+  readonly value: unknown;
+  /**
+   * Set for `key=null` (also `key=~` and `key=`): the key is removed, so its default (or an
+   * alternative key such as `model.agents` for `model.agent_model`) applies. An explicit
+   * `key=!!null` keeps a null value (e.g. `magrpo.top_k=!!null` to turn top-k off).
+   */
+  readonly unset?: true;
+}
+
+/**
  * Parses one `key.path=value` override. The value is read as a YAML scalar or flow collection, so
  * `lr=1e-5` is a number, `top_k=null` null, `flag=true` a boolean, `agents=[a, b]` a list and
- * `name="007"` the string 007.
+ * `name="007"` the string 007. For {@link STRING_OVERRIDE_KEYS} a non-string value falls back to
+ * the raw text (`dataset.train_split=[:5]` is the string `[:5]`).
  * @throws ConfigError naming the override when it has no `=` or an empty key segment.
  */
-export function parseOverride(text: string): { path: string[]; value: unknown } {
+export function parseOverride(text: string): ParsedOverride {
   const eq = text.indexOf('=');
   if (eq <= 0) throw new ConfigError([{ key: text, message: 'an override must look like key.path=value (e.g. magrpo.num_turns=2)' }], '--set');
   const key = text.slice(0, eq).trim();
@@ -48,30 +67,40 @@ export function parseOverride(text: string): { path: string[]; value: unknown } 
   const rawValue = text.slice(eq + 1);
   const doc = parseDocument(rawValue);
   // Something YAML cannot read as one value (e.g. "a: b" or stray quotes) is taken as plain text.
-  const value: unknown = doc.errors.length > 0 ? rawValue : (doc.toJS() as unknown);
-  return { path, value: value === undefined ? null : value };
+  let value: unknown = doc.errors.length > 0 ? rawValue : (doc.toJS() as unknown);
+  if (value === undefined) value = null;
+  if (value === null) return /^\s*!!null\b/.test(rawValue) ? { path, value: null } : { path, value: null, unset: true };
+  if (STRING_OVERRIDE_KEYS.has(path.join('.')) && typeof value !== 'string') value = rawValue.trim();
+  return { path, value };
 }
 
 /**
  * Applies `key.path=value` overrides to a config document (a copy is returned). Intermediate
  * sections are created when missing; descending into a non-mapping value is an error naming the key.
+ * `key=null` removes the key (see {@link ParsedOverride.unset}).
  */
 export function applyOverrides(doc: Record<string, unknown>, overrides: readonly string[]): Record<string, unknown> {
   const out = structuredClone(doc);
   for (const text of overrides) {
-    const { path, value } = parseOverride(text);
-    let node: Record<string, unknown> = out;
-    for (let i = 0; i < path.length - 1; i++) {
+    const { path, value, unset } = parseOverride(text);
+    let node: Record<string, unknown> | undefined = out;
+    for (let i = 0; i < path.length - 1 && node; i++) {
       const seg = path[i];
-      const next = node[seg];
+      const next: unknown = node[seg];
       if (next === undefined || next === null) {
+        if (unset) {
+          node = undefined;
+          break;
+        }
         node[seg] = {};
       } else if (typeof next !== 'object' || Array.isArray(next)) {
         throw new ConfigError([{ key: path.slice(0, i + 1).join('.'), message: `is ${JSON.stringify(next)}, not a section; cannot set ${path.join('.')}` }], '--set');
       }
       node = node[seg] as Record<string, unknown>;
     }
-    node[path[path.length - 1]] = value;
+    if (!node) continue;
+    if (unset) delete node[path[path.length - 1]];
+    else node[path[path.length - 1]] = value;
   }
   return out;
 }

@@ -12,6 +12,11 @@ export interface ProgressStream {
 export interface ProgressBarOptions {
   /** Number of units (steps) for 100%. */
   total: number;
+  /**
+   * Units already done when the bar starts (a resumed run's step). The bar starts there, and the
+   * rate and ETA count only the progress made since. Default 0.
+   */
+  initial?: number;
   /** Text before the bar, e.g. "train". */
   label?: string;
   /** Default `process.stderr`. */
@@ -43,6 +48,7 @@ export class ProgressBar {
   private readonly redrawMs: number;
   private readonly now: () => number;
   private readonly start: number;
+  private readonly initial: number;
   private current = 0;
   private info: Record<string, MetricValue> = {};
   private lastDraw = -Infinity;
@@ -62,6 +68,10 @@ export class ProgressBar {
     this.redrawMs = options.redrawMs ?? 100;
     this.now = options.now ?? (() => performance.now());
     this.start = this.now();
+    const initial = options.initial ?? 0;
+    if (!Number.isFinite(initial) || initial < 0) throw new Error(`ProgressBar: initial must be a number >= 0, got ${initial}`);
+    this.initial = Math.min(initial, this.total);
+    this.current = this.initial;
   }
 
   /** Sets progress to `current` units and merges `info` into the values shown. */
@@ -101,7 +111,8 @@ export class ProgressBar {
   /** The current status line (no control characters). */
   render(): string {
     const elapsed = (this.now() - this.start) / 1000;
-    const rate = elapsed > 0 ? this.current / elapsed : 0;
+    // Only the units done since the bar started count towards the rate (a resumed run starts past 0).
+    const rate = elapsed > 0 ? Math.max(0, this.current - this.initial) / elapsed : 0;
     const eta = rate > 0 ? (this.total - this.current) / rate : Number.NaN;
     const pct = Math.floor((100 * this.current) / this.total);
     const parts: string[] = [];
