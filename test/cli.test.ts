@@ -4,7 +4,7 @@
  * checkpoints loadable with loadCausalLM), then `eval` on what it trained.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { cp, mkdir, readdir, readFile, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
@@ -184,6 +184,17 @@ describe('train from a YAML file, then eval', () => {
     const base = await cli(['eval', '--config', join(runDir, 'config.yaml'), '--greedy', '--limit', '2']);
     expect(base.code, base.err).toBe(0);
     expect(base.err).toMatch(/2 eval items × 1 sample\(s\).*base models/);
+  });
+
+  test('eval refuses a damaged checkpoint, naming the file', async () => {
+    // A copy, so the run directory the other tests read stays intact.
+    const copy = join(root, 'damaged-ckpt');
+    await cp(join(runDir, 'checkpoints', 'step-000004'), copy, { recursive: true });
+    const weights = join(copy, 'agent_0', 'model.safetensors');
+    await truncate(weights, 100);
+    const r = await cli(['eval', '--config', join(runDir, 'config.yaml'), '--checkpoint', copy, '--greedy', '--limit', '1']);
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/agent_0\/model.safetensors has 100 bytes, the manifest records \d+ \(truncated or modified\)/);
   });
 });
 

@@ -6,7 +6,7 @@ import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { initBackend } from '../../src/backend/init.js';
-import { listCheckpoints } from '../../src/checkpoint/atomic.js';
+import { listCheckpoints, MANIFEST_FILE, verifyCheckpoint } from '../../src/checkpoint/atomic.js';
 import { formatNumber } from '../../src/logging/format.js';
 import { rngFor } from '../../src/util/rng.js';
 import { runEvalEpisodes } from '../../trainers/common/eval.js';
@@ -86,6 +86,8 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
     const n = numAgentsOf(config, task.env.numAgents);
     const ckpt = stringOpt(args, 'checkpoint');
     const root = ckpt !== undefined ? await trainedAgentsRoot(ckpt) : undefined;
+    // A checkpoint carries a manifest: refuse damaged weights before evaluating them.
+    if (root !== undefined && existsSync(path.join(root, MANIFEST_FILE))) await verifyCheckpoint(root);
     const dirs = root !== undefined ? Array.from({ length: n }, (_, i) => path.join(root, `agent_${i}`)) : [...sourcesFromConfig({ ...config, trainer: 'magrpo' }, n).agents];
     const agents = await loadAgents(config, dirs);
     try {
