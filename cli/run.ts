@@ -477,7 +477,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
         const due = config.output.save_steps > 0 && step % config.output.save_steps === 0;
         if ((due || stop) && step !== lastCheckpointStep) await writeCheckpoint();
         if (stop) throw new StopRun();
-      });
+      }, { skipFirstEval: evalRecord.before !== undefined && !resume });
       step = cursorStep(trainer.cursor, trainer.itemsPerEpoch);
     } catch (err) {
       if (!(err instanceof StopRun)) throw err;

@@ -30,7 +30,8 @@ export interface TrainerHandle {
   readonly epochs: number;
   readonly cursor: DatasetCursor;
   readonly envSteps: number;
-  train(onItemEnd: () => Promise<void>): Promise<void>;
+  /** `skipFirstEval`: the caller just evaluated the current weights (see TrainOptions). */
+  train(onItemEnd: () => Promise<void>, options?: { skipFirstEval?: boolean }): Promise<void>;
   evaluate(): Promise<{ metrics: MetricRecord; episodes: EvalEpisode<unknown, unknown>[] }>;
   exportState(): SerializableTrainerState;
   importState(state: SerializableTrainerState): void;
@@ -231,7 +232,7 @@ export async function buildTrainer(
 interface AnyTrainer {
   readonly datasetCursor: DatasetCursor;
   readonly envSteps: number;
-  train(options: { onItemEnd?: () => Promise<void> }): Promise<void>;
+  train(options: { onItemEnd?: () => Promise<void>; skipFirstEval?: boolean }): Promise<void>;
   evaluate(): Promise<{ metrics: MetricRecord; episodes: EvalEpisode<unknown, unknown>[] }>;
   save(dir: string): Promise<unknown>;
 }
@@ -257,7 +258,7 @@ function handle(
     get envSteps() {
       return t.envSteps;
     },
-    train: (onItemEnd) => t.train({ onItemEnd }),
+    train: (onItemEnd, options) => t.train({ onItemEnd, ...options }),
     evaluate: async () => {
       const r = await t.evaluate();
       return { metrics: r.metrics, episodes: r.episodes };

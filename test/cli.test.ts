@@ -129,6 +129,8 @@ describe('train from a YAML file, then eval', () => {
     for (const key of ['turn_1/expected_return', 'agent_0/tokens_generated', 'perf/tokens_per_s', 'perf/peak_rss_mb', 'perf/tensor_mb']) expect(train[5], key).toHaveProperty(key);
     expect(train.some((r) => typeof r['agent_0/loss'] === 'number')).toBe(true);
     expect(rows.some((r) => 'eval/turn_1/mean_reward' in r)).toBe(true);
+    // The before-training eval stands in for the trainer's own eval due at item 0: one row, not two.
+    expect(rows.filter((r) => r.step === 0 && 'eval/turn_1/mean_reward' in r)).toHaveLength(1);
     expect(rows.some((r) => 'turn_1/epoch_reward_mean' in r)).toBe(true);
     expect(rows.some((r) => r.final_model_saved === 1)).toBe(true);
     // The x-axis is env_step (2 joint actions per item).

@@ -21,6 +21,12 @@ export interface TrainOptions {
   maxItems?: number;
   /** Called after each training item (e.g. to checkpoint with exportState()). */
   onItemEnd?: (progress: { epoch: number; index: number; envStep: number }) => void | Promise<void>;
+  /**
+   * The caller has just evaluated the current weights: skip the evaluation that is due before
+   * this call's first item (it would repeat the same numbers, since evaluation sampling restarts
+   * from the seed). Later evaluations are unaffected.
+   */
+  skipFirstEval?: boolean;
 }
 
 /** Constructor arguments every trainer takes. */
@@ -167,7 +173,8 @@ export abstract class TrainerBase<T, S, C extends RunConfig> {
         if (options.maxItems !== undefined && items >= options.maxItems) return;
         const index = this.cursor.index;
         // CoMLRL evaluates when batch_idx % eval_interval == 0, i.e. also before each epoch's first item.
-        if (evalInterval > 0 && this.evalTasks.length > 0 && index % evalInterval === 0) await this.evaluate();
+        const skip = items === 0 && options.skipFirstEval === true;
+        if (evalInterval > 0 && this.evalTasks.length > 0 && index % evalInterval === 0 && !skip) await this.evaluate();
 
         await this.trainOn(this.trainTasks[index]);
 
