@@ -22,10 +22,8 @@ beforeAll(async () => {
 });
 afterAll(async () => cleanup());
 
-test('Ctrl-C before --stop-after is reached exits 130 (interrupted), with a checkpoint', async () => {
-  const out = join(root, 'sigint');
-  const file = join(root, 'sigint.yaml');
-  await writeFile(file, toyConfigYaml({ agents, out, trainItems: 8, output: { save_steps: 0 } }));
+/** A CLI context that sends `signal` once, at the first progress line after training started. */
+function signalOnFirstProgress(signal: 'SIGINT' | 'SIGTERM'): { ctx: CommandContext; err: string[]; sent: () => boolean } {
   const err: string[] = [];
   let sent = false;
   const ctx: CommandContext = {
@@ -35,16 +33,23 @@ test('Ctrl-C before --stop-after is reached exits 130 (interrupted), with a chec
       isTTY: false,
       write: (s: string) => {
         err.push(s);
-        // The first progress line after training started: press Ctrl-C once.
         if (!sent && /^magrpo [1-9]\d*\/16/.test(s)) {
           sent = true;
-          process.emit('SIGINT');
+          process.emit(signal);
         }
       },
     },
   };
+  return { ctx, err, sent: () => sent };
+}
+
+test('Ctrl-C before --stop-after is reached exits 130 (interrupted), with a checkpoint', async () => {
+  const out = join(root, 'sigint');
+  const file = join(root, 'sigint.yaml');
+  await writeFile(file, toyConfigYaml({ agents, out, trainItems: 8, output: { save_steps: 0 } }));
+  const { ctx, err, sent } = signalOnFirstProgress('SIGINT');
   const code = await main(['train', '--config', file, '--stop-after', '15'], ctx);
-  expect(sent).toBe(true);
+  expect(sent()).toBe(true);
   expect(err.join('\n')).toMatch(/interrupt: stopping after the current item/);
   expect(code).toBe(130);
   const ckpts = (await readdir(join(out, 'checkpoints'))).filter((n) => n.startsWith('step-'));
@@ -73,24 +78,9 @@ test('SIGTERM (job schedulers) behaves like the first Ctrl-C: checkpoint, exit 1
   const out = join(root, 'sigterm');
   const file = join(root, 'sigterm.yaml');
   await writeFile(file, toyConfigYaml({ agents, out, trainItems: 8, output: { save_steps: 0 } }));
-  const err: string[] = [];
-  let sent = false;
-  const ctx: CommandContext = {
-    out: () => {},
-    err: (l) => err.push(l),
-    progress: {
-      isTTY: false,
-      write: (s: string) => {
-        err.push(s);
-        if (!sent && /^magrpo [1-9]\d*\/16/.test(s)) {
-          sent = true;
-          process.emit('SIGTERM');
-        }
-      },
-    },
-  };
+  const { ctx, err, sent } = signalOnFirstProgress('SIGTERM');
   const code = await main(['train', '--config', file], ctx);
-  expect(sent).toBe(true);
+  expect(sent()).toBe(true);
   expect(err.join('\n')).toMatch(/interrupt \(SIGTERM\): stopping after the current item/);
   expect(code).toBe(130);
   const ckpts = (await readdir(join(out, 'checkpoints'))).filter((n) => n.startsWith('step-'));
