@@ -369,6 +369,15 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
     if (resume && step !== resume.step) {
       throw new CheckpointError(`run_state.json says step ${resume.step} but the trainer state's cursor is at step ${step}`, resume.checkpoint);
     }
+    // Resuming a run that already finished (its last checkpoint is at the end and its final
+    // results were written) has nothing left to do: say so and leave the run directory as it is.
+    if (resume && step >= totalSteps) {
+      const done = await finishedRun(runDir, config);
+      if (done !== null) {
+        log(`[comlrl] the run in ${displayPath(runDir)} is already complete (step ${step}/${totalSteps}); nothing to resume`);
+        return { runDir, step, totalSteps, completed: true, ...done, checkpoints: [], plots: [], configHash: hash, backend, seconds: resume.elapsedS, tokensPerSecond: 0, peakRssBytes: peakMemory().peakRssBytes };
+      }
+    }
 
     // ---- run directory ----
     await fs.mkdir(runDir, { recursive: true });
@@ -525,6 +534,26 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
     trainer.dispose();
     await task.close();
   }
+}
+
+/**
+ * The final results of a finished run (eval.json's after-training eval when one is configured,
+ * final/ when the config saves it), or null when any is missing and the run still has work.
+ */
+async function finishedRun(
+  runDir: string,
+  config: RunConfig,
+): Promise<{ before?: EvalSummary; after?: EvalSummary; finalDir?: string } | null> {
+  const finalDir = path.join(runDir, RUN_FILES.final);
+  if (config.output.save_final_model && !existsSync(path.join(finalDir, 'agent_0'))) return null;
+  const evalPath = path.join(runDir, RUN_FILES.eval);
+  const record = existsSync(evalPath) ? (JSON.parse(await fs.readFile(evalPath, 'utf8')) as { before?: EvalSummary; after?: EvalSummary }) : {};
+  if (config.output.eval_before_after && record.after === undefined && record.before !== undefined) return null;
+  return {
+    ...(record.before ? { before: record.before } : {}),
+    ...(record.after ? { after: record.after } : {}),
+    ...(config.output.save_final_model ? { finalDir } : {}),
+  };
 }
 
 /** A path for messages: relative to the working directory when inside it, else absolute. */

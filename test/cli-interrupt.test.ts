@@ -8,7 +8,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { main, type CommandContext } from '../cli/main.js';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
-import { cli, tempDir, tinyModels, toyConfigYaml } from './cli-helpers.js';
+import { cli, snapshot, tempDir, tinyModels, toyConfigYaml } from './cli-helpers.js';
 
 let root: string;
 let cleanup: () => Promise<void>;
@@ -87,4 +87,18 @@ test('SIGTERM (job schedulers) behaves like the first Ctrl-C: checkpoint, exit 1
   expect(ckpts.length).toBe(1);
   expect(Number(ckpts[0].slice(5))).toBeLessThan(16);
   expect(process.listenerCount('SIGTERM')).toBe(0);
+});
+
+test('resuming a run that already finished says so and changes nothing', async () => {
+  const out = join(root, 'finished');
+  const file = join(root, 'finished.yaml');
+  // 4 items × 2 epochs = 8 steps; save_steps 2 puts the last checkpoint at step 8.
+  await writeFile(file, toyConfigYaml({ agents, out, trainItems: 4 }));
+  const first = await cli(['train', '--config', file]);
+  expect(first.code, first.err).toBe(0);
+  const before = await snapshot(out);
+  const again = await cli(['train', '--resume', out]);
+  expect(again.code, again.err).toBe(0);
+  expect(again.err).toMatch(/is already complete \(step 8\/8\); nothing to resume/);
+  expect(await snapshot(out)).toEqual(before);
 });
