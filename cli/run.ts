@@ -293,6 +293,9 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
         : `output directory ${runDir} already holds a run; ${choose}`,
     );
   }
+  if (resume && config.output.dir != null && path.resolve(config.output.dir) !== runDir) {
+    log(`[comlrl] warning: output.dir ${config.output.dir} is ignored when resuming; the run continues in ${runDir}`);
+  }
   const configPath = runDirConfigFile(runDir);
   if (!resume && existsSync(configPath)) {
     // Probably the user's own config file: the resolved config would replace it (comments and all).
@@ -381,7 +384,8 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
 
     // ---- run directory ----
     await fs.mkdir(runDir, { recursive: true });
-    const doc = runConfigToDocument(config);
+    // The saved config names the directory the run really lives in (a resume stays where it was).
+    const doc = runConfigToDocument(resume ? { ...config, output: { ...config.output, dir: runDir } } : config);
     await fs.writeFile(runDirConfigFile(runDir), `# comlrl run config (resolved; config hash ${hash})\n${yamlStringify(doc)}`);
     const runInfoPath = path.join(runDir, RUN_FILES.run);
     const previous = existsSync(runInfoPath) ? (JSON.parse(await fs.readFile(runInfoPath, 'utf8')) as { sessions?: unknown[] }) : {};

@@ -3,7 +3,8 @@
  * half-written checkpoint directories left by a hard quit are removed when the run is resumed.
  */
 import { existsSync } from 'node:fs';
-import { mkdir, readdir, writeFile } from 'node:fs/promises';
+import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
+import { parse } from 'yaml';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { main, type CommandContext } from '../cli/main.js';
@@ -101,4 +102,17 @@ test('resuming a run that already finished says so and changes nothing', async (
   expect(again.code, again.err).toBe(0);
   expect(again.err).toMatch(/is already complete \(step 8\/8\); nothing to resume/);
   expect(await snapshot(out)).toEqual(before);
+});
+
+test('output.dir given on resume is ignored with a warning; the saved config names the real run directory', async () => {
+  const out = join(root, 'moved');
+  const file = join(root, 'moved.yaml');
+  await writeFile(file, toyConfigYaml({ agents, out, trainItems: 4 }));
+  expect((await cli(['train', '--config', file, '--stop-after', '2'])).code).toBe(0);
+  const elsewhere = join(root, 'elsewhere');
+  const r = await cli(['train', '--resume', out, '--set', `output.dir=${elsewhere}`]);
+  expect(r.code, r.err).toBe(0);
+  expect(r.err).toContain(`output.dir ${elsewhere} is ignored when resuming; the run continues in ${out}`);
+  expect(existsSync(elsewhere)).toBe(false);
+  expect(parse(await readFile(join(out, 'config.yaml'), 'utf8')).output.dir).toBe(out);
 });
