@@ -95,6 +95,26 @@ export function parseArgs(argv: readonly string[], specs: readonly OptionSpec[],
 }
 
 /** The option's single value, or undefined. */
+/**
+ * The prologue every command shares: parse its options, print `usage` for `--help` (then the
+ * command returns 0 without doing anything: null here), and refuse positional arguments.
+ */
+export function commandArgs(
+  argv: readonly string[],
+  specs: readonly OptionSpec[],
+  command: string,
+  usage: string,
+  out: (line: string) => void,
+): ParsedArgs | null {
+  const args = parseArgs(argv, specs, command);
+  if (args.flags.has('help')) {
+    out(usage);
+    return null;
+  }
+  if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`, command);
+  return args;
+}
+
 export function stringOpt(args: ParsedArgs, name: string): string | undefined {
   const v = args.values[name];
   return Array.isArray(v) ? v[v.length - 1] : v;

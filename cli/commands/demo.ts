@@ -15,7 +15,7 @@ import { stableStringify } from '../../src/config/hash.js';
 import { parseRunConfig, TRAINER_NAMES, type TrainerName } from '../../src/config/schema.js';
 import { formatNumber, formatDuration } from '../../src/logging/format.js';
 import { createTinyModel } from '../../src/model/tiny.js';
-import { formatUsage, intOpt, parseArgs, stringOpt, UsageError, type OptionSpec } from '../args.js';
+import { commandArgs, formatUsage, intOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
 import type { CommandContext } from '../main.js';
 import { displayPath, runTraining, type RunResult } from '../run.js';
 import { TRAINER_CONFIG_SCHEMAS } from '../schemas.js';
@@ -137,12 +137,8 @@ export async function demoConfigDocument(opts: { trainer: TrainerName; steps?: n
 
 /** `comlrl demo`. */
 export async function demoCommand(argv: readonly string[], ctx: CommandContext): Promise<number> {
-  const args = parseArgs(argv, OPTIONS, 'demo');
-  if (args.flags.has('help')) {
-    ctx.out(DEMO_USAGE);
-    return 0;
-  }
-  if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`, 'demo');
+  const args = commandArgs(argv, OPTIONS, 'demo', DEMO_USAGE, ctx.out);
+  if (args === null) return 0;
   const trainer = stringOpt(args, 'trainer') ?? 'magrpo';
   if (!(TRAINER_NAMES as readonly string[]).includes(trainer)) throw new UsageError(`--trainer must be one of ${TRAINER_NAMES.join(', ')}, got '${trainer}'`, 'demo');
   const backend = stringOpt(args, 'backend');

@@ -10,7 +10,7 @@ import { listCheckpoints, MANIFEST_FILE, verifyCheckpoint } from '../../src/chec
 import { formatNumber } from '../../src/logging/format.js';
 import { rngFor } from '../../src/util/rng.js';
 import { runEvalEpisodes } from '../../trainers/common/eval.js';
-import { formatUsage, intOpt, listOpt, parseArgs, stringOpt, UsageError, type OptionSpec } from '../args.js';
+import { commandArgs, formatUsage, intOpt, listOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
 import type { CommandContext } from '../main.js';
 import { outputFileProblem } from '../paths.js';
 import { RUN_FILES } from '../run.js';
@@ -56,12 +56,8 @@ export async function trainedAgentsRoot(dir: string): Promise<string> {
 
 /** `comlrl eval`. */
 export async function evalCommand(argv: readonly string[], ctx: CommandContext): Promise<number> {
-  const args = parseArgs(argv, OPTIONS, 'eval');
-  if (args.flags.has('help')) {
-    ctx.out(EVAL_USAGE);
-    return 0;
-  }
-  if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`, 'eval');
+  const args = commandArgs(argv, OPTIONS, 'eval', EVAL_USAGE, ctx.out);
+  if (args === null) return 0;
   const configFile = stringOpt(args, 'config');
   if (configFile === undefined) throw new UsageError('--config FILE is required', 'eval');
   const config = loadConfig(configFile, listOpt(args, 'set'));

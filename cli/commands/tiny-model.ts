@@ -1,7 +1,7 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { toyWords } from '../../envs/toy/task.js';
 import { createTinyModel, type TinyModelOptions } from '../../src/model/tiny.js';
-import { formatUsage, intOpt, parseArgs, stringOpt, UsageError, type OptionSpec } from '../args.js';
+import { commandArgs, formatUsage, intOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
 import type { CommandContext } from '../main.js';
 import { outputDirProblem } from '../paths.js';
 
@@ -25,12 +25,8 @@ export const TINY_MODEL_USAGE = formatUsage(
 
 /** `comlrl tiny-model`. */
 export async function tinyModelCommand(argv: readonly string[], ctx: CommandContext): Promise<number> {
-  const args = parseArgs(argv, OPTIONS, 'tiny-model');
-  if (args.flags.has('help')) {
-    ctx.out(TINY_MODEL_USAGE);
-    return 0;
-  }
-  if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`, 'tiny-model');
+  const args = commandArgs(argv, OPTIONS, 'tiny-model', TINY_MODEL_USAGE, ctx.out);
+  if (args === null) return 0;
   const arch = stringOpt(args, 'arch');
   if (arch === undefined) throw new UsageError('--arch is required (qwen3, qwen2 or llama)', 'tiny-model');
   if (arch !== 'qwen3' && arch !== 'qwen2' && arch !== 'llama') throw new UsageError(`--arch must be qwen3, qwen2 or llama, got '${arch}'`, 'tiny-model');

@@ -1,6 +1,6 @@
 import { existsSync } from 'node:fs';
 import { TRAINER_CONFIG_SCHEMAS } from '../schemas.js';
-import { formatUsage, intOpt, listOpt, parseArgs, stringOpt, UsageError, type OptionSpec } from '../args.js';
+import { commandArgs, formatUsage, intOpt, listOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
 import { applyOverrides, readConfigFile } from '../../src/config/load.js';
 import { parseRunConfig, type RunConfig } from '../../src/config/schema.js';
 import { resolveResume, runDirConfigFile, runTraining } from '../run.js';
@@ -32,12 +32,8 @@ export function loadConfig(file: string, sets: readonly string[]): RunConfig {
 
 /** `comlrl train`. */
 export async function trainCommand(argv: readonly string[], ctx: CommandContext): Promise<number> {
-  const args = parseArgs(argv, OPTIONS, 'train');
-  if (args.flags.has('help')) {
-    ctx.out(TRAIN_USAGE);
-    return 0;
-  }
-  if (args.positionals.length > 0) throw new UsageError(`unexpected argument '${args.positionals[0]}'`, 'train');
+  const args = commandArgs(argv, OPTIONS, 'train', TRAIN_USAGE, ctx.out);
+  if (args === null) return 0;
   const resumeDir = stringOpt(args, 'resume');
   let configFile = stringOpt(args, 'config');
   if (configFile === undefined) {
