@@ -1,13 +1,15 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { causalBias, gatherRows, lengthMask, logSumExpRows, takeAlongRows } from '../backend/index.js';
+import { gatherRows, lengthMask } from '../backend/index.js';
+import { DEFAULT_ATTENTION_BLOCK_BYTES } from './attention.js';
 import type { DecoderConfig } from './config.js';
 import { Decoder } from './decoder.js';
 import { generateSequences, type GenerationMode } from './generate.js';
+import { chunkedTokenLogProbs, DEFAULT_LOGITS_CHUNK_BYTES } from './lm-head.js';
 import { RotaryTables, ropeInverseFrequencies } from './rope.js';
 import { writeSafetensors, type SafetensorsDtype } from './safetensors.js';
-import type { Architecture, CausalLM, CompletionScores, GenerationOutput, SamplingOptions } from './types.js';
+import type { Architecture, CausalLM, CompletionScores, GenerationOutput, ModelMemoryOptions, SamplingOptions } from './types.js';
 import { expectedWeights, type WeightSpec } from './weights.js';
 
 let modelCounter = 0;
@@ -33,6 +35,16 @@ export class TfCausalLM implements CausalLM {
    * are scored in further passes (wasm's heap stops near 4 GB). Default 64 M floats (256 MB).
    */
   logitsBudget = 64 * 1024 * 1024;
+  /** How passes over this model bound their memory (see {@link ModelMemoryOptions}). */
+  memory: ModelMemoryOptions = {
+    attentionBlockBytes: DEFAULT_ATTENTION_BLOCK_BYTES,
+    logitsChunkBytes: DEFAULT_LOGITS_CHUNK_BYTES,
+    recompute: false,
+  };
+  /** Attention block bound of {@link TfCausalLM.memory}, as the generation loop reads it. */
+  get attentionBlockBytes(): number {
+    return this.memory.attentionBlockBytes;
+  }
   private readonly specs: WeightSpec[];
   private readonly vars: Map<string, tf.Variable>;
   private disposed = false;
@@ -96,8 +108,15 @@ export class TfCausalLM implements CausalLM {
     });
     const positions = [Array.from({ length: width }, (_, j) => j)];
     const { cos, sin } = this.rope.tables(positions);
-    const bias = causalBias(width);
-    return this.decoder.forward(this.decoder.embed(flat), { batch: b, seqLen: width, cos, sin, bias }).hidden;
+    return this.decoder.forward(this.decoder.embed(flat), {
+      batch: b,
+      seqLen: width,
+      cos,
+      sin,
+      mask: { pads: null },
+      attentionBlockBytes: this.memory.attentionBlockBytes,
+      recompute: this.memory.recompute,
+    }).hidden;
   }
 
   hiddenStates(inputIds: number[][]): tf.Tensor3D {
@@ -144,8 +163,7 @@ export class TfCausalLM implements CausalLM {
     }
     return tf.tidy(() => {
       const hidden = gatherRows(this.hiddenFlat(rows, width), pick);
-      const logits = this.decoder.logits(hidden);
-      const lp = tf.sub(takeAlongRows(logits, targets), logSumExpRows(logits));
+      const lp = chunkedTokenLogProbs(hidden, this.decoder.head(), targets, this.memory.logitsChunkBytes);
       const mask = lengthMask(lens, cmax);
       return { tokenLogProbs: tf.mul(tf.reshape(lp, [b, cmax]), mask) as tf.Tensor2D, mask };
     });

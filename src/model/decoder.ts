@@ -1,6 +1,9 @@
 import * as tf from '@tensorflow/tfjs';
-import { gatherRows, linear, matMul } from '../backend/index.js';
+import { gatherRows, linear } from '../backend/index.js';
+import { blockedAttention, type AttentionMask } from './attention.js';
+import type { HeadWeight } from './lm-head.js';
 import type { DecoderConfig } from './config.js';
+import { recomputed } from './recompute.js';
 import { applyRotary } from './rope.js';
 
 /** Keys (pre-transposed, [B, KV, headDim, T]) and values ([B, KV, T, headDim]) of one layer. */
@@ -17,8 +20,15 @@ export interface ForwardContext {
   /** RoPE tables [B or 1, 1, S, headDim]. */
   cos: tf.Tensor4D;
   sin: tf.Tensor4D;
-  /** Additive attention bias broadcastable to [B, heads, S, keys]. */
-  bias: tf.Tensor;
+  /** Which keys each query sees (causal, with optional left padding). */
+  mask: AttentionMask;
+  /** Memory bound of one attention block's score buffers (bytes); default 64 MiB. */
+  attentionBlockBytes?: number;
+  /**
+   * Recompute each layer's activations in the backward pass instead of keeping them (gradient
+   * checkpointing): the tape then holds one [B·S, hidden] input per layer. Ignored without a tape.
+   */
+  recompute?: boolean;
   /** Earlier keys/values per layer (generation), or undefined. */
   past?: LayerCache[];
   /** Whether to return the updated caches. */
@@ -68,6 +78,11 @@ export class Decoder {
     return this.t<tf.Tensor2D>(this.cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight');
   }
 
+  /** The output head for {@link chunkedTokenLogProbs}: trainable [V, H] layout. */
+  head(): HeadWeight {
+    return { weight: this.headWeight(), transposed: false };
+  }
+
   /** Logits [N, vocab] from final hidden states [N, hidden]. */
   logits(hidden: tf.Tensor2D, frozen?: FrozenWeights): tf.Tensor2D {
     const t = frozen?.get(HEAD);
@@ -101,16 +116,34 @@ export class Decoder {
     const cache: LayerCache[] = [];
     let h = x;
     for (let l = 0; l < this.cfg.numLayers; l++) {
-      const p = `model.layers.${l}.`;
-      const normed = rmsNorm(h, this.t(`${p}input_layernorm.weight`), this.cfg.rmsNormEps);
-      const { out, layerCache } = this.attention(p, normed, ctx, ctx.past?.[l]);
-      if (ctx.keepCache) cache.push(layerCache);
-      h = tf.add(h, out) as tf.Tensor2D;
-      const normed2 = rmsNorm(h, this.t(`${p}post_attention_layernorm.weight`), this.cfg.rmsNormEps);
-      h = tf.add(h, this.mlp(p, normed2, ctx.frozen)) as tf.Tensor2D;
+      if (ctx.recompute && !ctx.keepCache && !ctx.past) {
+        const layer = (input: tf.Tensor2D, [cos, sin]: readonly tf.Tensor[]) =>
+          this.layer(l, input, { ...ctx, cos: cos as tf.Tensor4D, sin: sin as tf.Tensor4D }).out;
+        h = recomputed(layer, h, [ctx.cos, ctx.sin], this.layerTrainables(l));
+      } else {
+        const { out, layerCache } = this.layer(l, h, ctx);
+        if (ctx.keepCache) cache.push(layerCache);
+        h = out;
+      }
     }
     const hidden = rmsNorm(h, this.t('model.norm.weight'), this.cfg.rmsNormEps);
     return { hidden, cache: ctx.keepCache ? cache : null };
+  }
+
+  /** The tensors layer `l` reads that a gradient must reach (its variables marked trainable). */
+  layerTrainables(l: number): tf.Variable[] {
+    const p = `model.layers.${l}.`;
+    return [...this.w.entries()].filter(([name, v]) => name.startsWith(p) && v.trainable).map(([, v]) => v);
+  }
+
+  /** One decoder layer: attention and MLP blocks with pre-norm residuals. */
+  private layer(l: number, h: tf.Tensor2D, ctx: ForwardContext): { out: tf.Tensor2D; layerCache: LayerCache } {
+    const p = `model.layers.${l}.`;
+    const normed = rmsNorm(h, this.t(`${p}input_layernorm.weight`), this.cfg.rmsNormEps);
+    const { out, layerCache } = this.attention(p, normed, ctx, ctx.past?.[l]);
+    const h1 = tf.add(h, out) as tf.Tensor2D;
+    const normed2 = rmsNorm(h1, this.t(`${p}post_attention_layernorm.weight`), this.cfg.rmsNormEps);
+    return { out: tf.add(h1, this.mlp(p, normed2, ctx.frozen)) as tf.Tensor2D, layerCache };
   }
 
   private mlp(p: string, x: tf.Tensor2D, frozen: FrozenWeights | undefined): tf.Tensor2D {
@@ -129,7 +162,6 @@ export class Decoder {
     const { numHeads: nh, numKvHeads: kv, headDim: d, rmsNormEps: eps } = this.cfg;
     const b = ctx.batch;
     const s = ctx.seqLen;
-    const rep = nh / kv;
     const proj = (n: 'q' | 'k' | 'v', heads: number): tf.Tensor4D =>
       tf.reshape(this.proj(`${p}self_attn.${n}_proj.weight`, x, ctx.frozen), [b, s, heads, d]);
     let q = proj('q', nh);
@@ -140,7 +172,7 @@ export class Decoder {
       k = rmsNorm(k, this.t(`${p}self_attn.k_norm.weight`), eps);
     }
     // [B, heads, S, d]; the 1/sqrt(d) scale is folded into q.
-    const qh = tf.mul(applyRotary(tf.transpose(q, [0, 2, 1, 3]), ctx.cos, ctx.sin), 1 / Math.sqrt(d));
+    const qh: tf.Tensor4D = tf.mul(applyRotary(tf.transpose(q, [0, 2, 1, 3]), ctx.cos, ctx.sin), 1 / Math.sqrt(d));
     const kh = applyRotary(tf.transpose(k, [0, 2, 1, 3]), ctx.cos, ctx.sin);
     let kT = tf.transpose(kh, [0, 1, 3, 2]) as tf.Tensor4D;
     let v = tf.transpose(v0, [0, 2, 1, 3]) as tf.Tensor4D;
@@ -148,13 +180,8 @@ export class Decoder {
       kT = tf.concat([past.kT, kT], 3);
       v = tf.concat([past.v, v], 2);
     }
-    const keys = v.shape[2];
-    // Grouped-query attention without repeating K/V: query heads kv·rep+r share KV head kv.
-    const qg = tf.reshape(qh, [b, kv, rep * s, d]);
-    const scores = tf.reshape(matMul(qg, kT), [b, nh, s, keys]);
-    const probs = tf.softmax(tf.add(scores, ctx.bias));
-    const ctxv = matMul(tf.reshape(probs, [b, kv, rep * s, keys]), v);
-    const merged: tf.Tensor2D = tf.reshape(tf.transpose(tf.reshape(ctxv, [b, nh, s, d]), [0, 2, 1, 3]), [b * s, nh * d]);
+    const ctxv = blockedAttention(qh, kT, v, ctx.mask, ctx.attentionBlockBytes);
+    const merged: tf.Tensor2D = tf.reshape(tf.transpose(ctxv, [0, 2, 1, 3]), [b * s, nh * d]);
     const out = this.proj(`${p}self_attn.o_proj.weight`, merged, ctx.frozen);
     return { out, layerCache: { kT, v } };
   }

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { paddedCausalBias, tidyKeep } from '../backend/index.js';
+import { tidyKeep } from '../backend/index.js';
 import { sampleNextTokens } from '../sampling/index.js';
 import type { Decoder, FrozenWeights, LayerCache } from './decoder.js';
 import type { RotaryTables } from './rope.js';
@@ -11,6 +11,8 @@ export interface GenerationModel {
   readonly rope: RotaryTables;
   readonly vocabSize: number;
   readonly eosTokenIds: readonly number[];
+  /** Memory bound of one attention block (bytes); default 64 MiB. */
+  readonly attentionBlockBytes?: number;
 }
 
 /** `cache`: one position per new token (KV cache); `recompute`: the whole sequence each step. */
@@ -48,13 +50,13 @@ function prefill(
       positions.push(Array.from({ length: width }, (_, j) => Math.max(0, j - pads[r])));
     }
     const { cos, sin } = model.rope.tables(positions);
-    const bias = paddedCausalBias(pads, width, width);
     const { hidden, cache } = model.decoder.forward(model.decoder.embed(flat), {
       batch: b,
       seqLen: width,
       cos,
       sin,
-      bias,
+      mask: { pads },
+      attentionBlockBytes: model.attentionBlockBytes,
       keepCache,
       frozen,
     });
@@ -74,15 +76,14 @@ function step(
 ): { logits: tf.Tensor2D; cache: LayerCache[] } {
   return tidyKeep(() => {
     const b = tokens.length;
-    const keys = past[0].v.shape[2] + 1;
     const { cos, sin } = model.rope.tables(positions.map((p) => [p]));
-    const bias = paddedCausalBias(pads, 1, keys);
     const { hidden, cache } = model.decoder.forward(model.decoder.embed(Int32Array.from(tokens)), {
       batch: b,
       seqLen: 1,
       cos,
       sin,
-      bias,
+      mask: { pads },
+      attentionBlockBytes: model.attentionBlockBytes,
       past,
       keepCache: true,
       frozen,

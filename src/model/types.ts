@@ -36,6 +36,16 @@ export interface GenerationOutput {
   finished: boolean[];
 }
 
+/** How a model's passes bound their memory; see `src/memory` for how trainers set them. */
+export interface ModelMemoryOptions {
+  /** Bytes one attention block's score buffers may take (queries are processed in blocks). */
+  attentionBlockBytes: number;
+  /** Bytes one chunk of vocabulary logits may take (scoring processes completion tokens in chunks). */
+  logitsChunkBytes: number;
+  /** Recompute each decoder layer in the backward pass instead of keeping its activations. */
+  recompute: boolean;
+}
+
 /** Differentiable teacher-forced scores of a batch of completions. */
 export interface CompletionScores {
   /** log p(token) per completion position, [B, Tmax]; 0 where `mask` is 0. */

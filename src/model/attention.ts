@@ -1,0 +1,153 @@
+/**
+ * Causal grouped-query attention computed in blocks of query positions, with a gradient that
+ * recomputes each block's probabilities instead of keeping them. Memory is then
+ * O(block · keys) instead of O(S²) per layer, in the forward pass and in the backward pass alike:
+ * a 8k-token centralized-critic input needs 256 MB per head for its full score matrix.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { MASKED_BIAS, rawMatMul, transposeLast2 } from '../backend/index.js';
+
+/** Which keys a query may see. */
+export interface AttentionMask {
+  /**
+   * Left padding (in keys) of each row, or null when no row is padded. Query q of a pass with Q
+   * queries over K keys sits at key slot K − Q + q and sees keys up to that slot, never a row's
+   * padding (a padded query still sees itself, so no row is all-masked).
+   */
+  readonly pads: readonly number[] | null;
+}
+
+/** Bytes of float32 score-sized buffers one attention block may hold at once (default 64 MiB). */
+export const DEFAULT_ATTENTION_BLOCK_BYTES = 64 * 1024 * 1024;
+
+// A block holds about four score-sized buffers at once in the backward pass (P, dP, dS, a temporary).
+const LIVE_SCORE_BUFFERS = 4;
+
+/** Query positions per block so that a block's score buffers stay within `blockBytes`. */
+export function attentionBlockRows(batch: number, heads: number, queries: number, keys: number, blockBytes: number): number {
+  const perRow = batch * heads * keys * 4 * LIVE_SCORE_BUFFERS;
+  return Math.max(1, Math.min(queries, Math.floor(blockBytes / perRow)));
+}
+
+/** Additive bias [B or 1, 1, rows, K] for queries [q0, q0 + rows) of a Q-query pass over K keys. */
+function blockBias(mask: AttentionMask, q0: number, rows: number, queries: number, keys: number): tf.Tensor4D {
+  const pads = mask.pads ?? [0];
+  const b = pads.length;
+  const data = new Float32Array(b * rows * keys);
+  for (let r = 0; r < b; r++) {
+    for (let i = 0; i < rows; i++) {
+      const slot = keys - queries + q0 + i;
+      const base = (r * rows + i) * keys;
+      for (let k = 0; k < keys; k++) {
+        const allowed = k <= slot && (k >= pads[r] || k === slot);
+        if (!allowed) data[base + k] = MASKED_BIAS;
+      }
+    }
+  }
+  return tf.tensor4d(data, [b, 1, rows, keys]);
+}
+
+interface Shapes {
+  b: number;
+  kv: number;
+  rep: number;
+  s: number;
+  d: number;
+  keys: number;
+}
+
+/** The query rows [q0, q0+rows) of q5 [b, kv, rep, s, d] as [b, kv, rep·rows, d]. */
+function queryBlock(q5: tf.Tensor, sh: Shapes, q0: number, rows: number): tf.Tensor4D {
+  const part = rows === sh.s ? q5 : tf.slice(q5, [0, 0, 0, q0, 0], [sh.b, sh.kv, sh.rep, rows, sh.d]);
+  return tf.reshape(part, [sh.b, sh.kv, sh.rep * rows, sh.d]);
+}
+
+/** softmax(q·kᵀ + bias) of one block, [b, kv, rep·rows, keys]. */
+function blockProbs(qb: tf.Tensor4D, kT: tf.Tensor4D, bias: tf.Tensor4D, sh: Shapes, rows: number): tf.Tensor4D {
+  const scores = tf.reshape(rawMatMul(qb, kT), [sh.b, sh.kv * sh.rep, rows, sh.keys]);
+  return tf.reshape(tf.softmax(tf.add(scores, bias)), [sh.b, sh.kv, sh.rep * rows, sh.keys]);
+}
+
+/** Splits [0, s) into blocks of `rows`. */
+function blocks(s: number, rows: number): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  for (let q0 = 0; q0 < s; q0 += rows) out.push([q0, Math.min(rows, s - q0)]);
+  return out;
+}
+
+/**
+ * Attention output [b, heads, S, d] for queries `q` [b, heads, S, d] (already scaled by 1/√d),
+ * keys `kT` [b, kvHeads, d, K] (pre-transposed) and values `v` [b, kvHeads, K, d]. Query head
+ * h reads KV head ⌊h / (heads/kvHeads)⌋. Differentiable in q, kT and v.
+ * @param blockBytes - memory bound of one block's score buffers; see {@link attentionBlockRows}.
+ */
+export function blockedAttention(
+  q: tf.Tensor4D,
+  kT: tf.Tensor4D,
+  v: tf.Tensor4D,
+  mask: AttentionMask,
+  blockBytes: number = DEFAULT_ATTENTION_BLOCK_BYTES,
+): tf.Tensor4D {
+  const [b, nh, s, d] = q.shape;
+  const kv = kT.shape[1];
+  const keys = kT.shape[3];
+  const sh: Shapes = { b, kv, rep: nh / kv, s, d, keys };
+  const rows = attentionBlockRows(b, nh, s, keys, blockBytes);
+  const spans = blocks(s, rows);
+
+  const op = tf.customGrad(((qIn: tf.Tensor, kTIn: tf.Tensor, vIn: tf.Tensor, save: (t: tf.Tensor[]) => void) => {
+    save([qIn, kTIn, vIn]);
+    const q5 = tf.reshape(qIn, [b, kv, sh.rep, s, d]);
+    const outs = spans.map(([q0, n]) =>
+      tf.tidy(() => {
+        const p = blockProbs(queryBlock(q5, sh, q0, n), kTIn as tf.Tensor4D, blockBias(mask, q0, n, s, keys), sh, n);
+        return tf.reshape(rawMatMul(p, vIn), [b, kv, sh.rep, n, d]);
+      }),
+    );
+    const joined = outs.length === 1 ? outs[0] : tf.concat(outs, 3);
+    return {
+      value: tf.reshape(joined, [b, nh, s, d]),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => attentionGrad(dy, saved, mask, sh, spans),
+    };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]);
+  return op(q, kT, v) as tf.Tensor4D;
+}
+
+/**
+ * Gradients of {@link blockedAttention} w.r.t. q, kT, v, block by block: with P = softmax(S),
+ * dV = Pᵀ·dO, dP = dO·Vᵀ, dS = P ∘ (dP − Σ_j dP∘P), dQ = dS·K, dK = dSᵀ·Q.
+ */
+function attentionGrad(dy: tf.Tensor, saved: tf.Tensor[], mask: AttentionMask, sh: Shapes, spans: Array<[number, number]>): tf.Tensor[] {
+  const [q, kT, v] = saved as tf.Tensor4D[];
+  const { b, kv, rep, s, d } = sh;
+  return tf.tidy(() => {
+    const q5 = tf.reshape(q, [b, kv, rep, s, d]);
+    const dy5 = tf.reshape(dy, [b, kv, rep, s, d]);
+    const k = transposeLast2(kT);
+    const vT = transposeLast2(v);
+    let dk: tf.Tensor = tf.zerosLike(k);
+    let dv: tf.Tensor = tf.zerosLike(v);
+    const dqs: tf.Tensor[] = [];
+    for (const [q0, n] of spans) {
+      const [dqb, dkNext, dvNext] = tf.tidy(() => {
+        const qb = queryBlock(q5, sh, q0, n);
+        const p = blockProbs(qb, kT, blockBias(mask, q0, n, s, sh.keys), sh, n);
+        const dob = queryBlock(dy5, sh, q0, n);
+        const dP = rawMatMul(dob, vT);
+        const dS = tf.mul(p, tf.sub(dP, tf.sum(tf.mul(dP, p), -1, true)));
+        return [
+          tf.reshape(rawMatMul(dS, k), [b, kv, rep, n, d]),
+          tf.add(dk, rawMatMul(transposeLast2(dS), qb)),
+          tf.add(dv, rawMatMul(transposeLast2(p), dob)),
+        ];
+      });
+      dk.dispose();
+      dv.dispose();
+      dk = dkNext;
+      dv = dvNext;
+      dqs.push(dqb);
+    }
+    const dq = tf.reshape(dqs.length === 1 ? dqs[0] : tf.concat(dqs, 3), [b, kv * rep, s, d]);
+    return [dq, transposeLast2(dk), dv];
+  });
+}

@@ -1,0 +1,105 @@
+/**
+ * Teacher-forced token log-probs through the vocabulary projection, in row chunks, with a gradient
+ * that recomputes each chunk's logits. The full [rows, vocab] float32 logits never exist at once:
+ * at Qwen's 151,936-token vocabulary, 1,024 completion tokens would need 622 MB per copy, and the
+ * log-softmax and its gradient hold several copies.
+ */
+import * as tf from '@tensorflow/tfjs';
+
+/** Bytes of logits-sized buffers one chunk may hold at once (default 64 MiB). */
+export const DEFAULT_LOGITS_CHUNK_BYTES = 64 * 1024 * 1024;
+
+// A chunk holds about three logits-sized buffers at once (logits, softmax, gradient).
+const LIVE_LOGIT_BUFFERS = 3;
+
+/** Rows per chunk so that a chunk's logits buffers stay within `chunkBytes`. */
+export function logitsChunkRows(rows: number, vocab: number, chunkBytes: number): number {
+  return Math.max(1, Math.min(rows, Math.floor(chunkBytes / (vocab * 4 * LIVE_LOGIT_BUFFERS))));
+}
+
+/** log softmax(logits)[target] per row of one chunk: logits [n, V], targets [n] → [n]. */
+function chunkLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
+  const [n, v] = logits.shape;
+  const m = tf.max(logits, 1, true);
+  const lse = tf.add(tf.log(tf.sum(tf.exp(tf.sub(logits, m)), 1, true)), m);
+  const flat = tf.add(tf.mul(tf.range(0, n, 1, 'int32'), tf.scalar(v, 'int32')), targets);
+  const picked = tf.gather(tf.reshape(logits, [n * v]), flat);
+  return tf.sub(picked, tf.reshape(lse, [n])) as tf.Tensor1D;
+}
+
+/** The output head: its weight in Hugging Face layout [V, H], or pre-transposed [H, V] (frozen). */
+export interface HeadWeight {
+  readonly weight: tf.Tensor2D;
+  /** True when `weight` is [H, V] (a frozen base's pre-transposed copy). */
+  readonly transposed: boolean;
+}
+
+/**
+ * log p(targets[i]) for hidden states `hidden` [N, H] under the output head. Differentiable in
+ * `hidden` and, when the head is a trainable variable in [V, H] layout, in the head.
+ */
+export function chunkedTokenLogProbs(
+  hidden: tf.Tensor2D,
+  head: HeadWeight,
+  targets: Int32Array,
+  chunkBytes: number = DEFAULT_LOGITS_CHUNK_BYTES,
+): tf.Tensor1D {
+  const [n, h] = hidden.shape;
+  if (targets.length !== n) throw new Error(`chunkedTokenLogProbs: ${targets.length} targets for ${n} rows`);
+  const vocab = head.transposed ? head.weight.shape[1] : head.weight.shape[0];
+  for (let i = 0; i < n; i++) {
+    if (!(targets[i] >= 0 && targets[i] < vocab)) throw new Error(`chunkedTokenLogProbs: target ${targets[i]} outside [0, ${vocab}) at row ${i}`);
+  }
+  const rows = logitsChunkRows(n, vocab, chunkBytes);
+  const spans: Array<[number, number]> = [];
+  for (let r0 = 0; r0 < n; r0 += rows) spans.push([r0, Math.min(rows, n - r0)]);
+  const trainableHead = !head.transposed && head.weight instanceof tf.Variable && head.weight.trainable;
+
+  const op = tf.customGrad(((...args: Array<tf.Tensor | ((t: tf.Tensor[]) => void)>) => {
+    const save = args[args.length - 1] as (t: tf.Tensor[]) => void;
+    const hid = args[0] as tf.Tensor2D;
+    const tgt = args[1] as tf.Tensor1D;
+    // One transposed copy per call: wasm's transpose-flag matmuls are ~10x slower.
+    const headT = head.transposed ? head.weight : tf.transpose(head.weight);
+    save([hid, tgt, headT]);
+    const parts = spans.map(([r0, m]) =>
+      tf.tidy(() => chunkLogProbs(tf.matMul(tf.slice(hid, [r0, 0], [m, h]), headT), tf.slice(tgt, [r0], [m]))),
+    );
+    if (!head.transposed) headT.dispose();
+    return {
+      value: parts.length === 1 ? parts[0] : tf.concat(parts),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) =>
+        tf.tidy(() => {
+          const [sh, st, sHeadT] = saved as [tf.Tensor2D, tf.Tensor1D, tf.Tensor2D];
+          // d lp_i / d logits_i = (onehot(target_i) − softmax(logits_i)) · dy_i.
+          const headRows = head.transposed ? tf.transpose(sHeadT) : head.weight;
+          const dHidden: tf.Tensor[] = [];
+          let dHeadT: tf.Tensor | null = trainableHead ? tf.zerosLike(sHeadT) : null;
+          for (const [r0, m] of spans) {
+            const [dh, next] = tf.tidy(() => {
+              const hc = tf.slice(sh, [r0, 0], [m, h]);
+              const dyc = tf.reshape(tf.slice(dy, [r0], [m]), [m, 1]);
+              const onehot = tf.oneHot(tf.slice(st, [r0], [m]), vocab, 1, 0, 'float32');
+              const g = tf.mul(tf.sub(onehot, tf.softmax(tf.matMul(hc, sHeadT))), dyc) as tf.Tensor2D;
+              return [tf.matMul(g, headRows), dHeadT ? tf.add(dHeadT, tf.matMul(tf.transpose(hc), g)) : null];
+            });
+            dHidden.push(dh);
+            if (dHeadT && next) {
+              dHeadT.dispose();
+              dHeadT = next;
+            }
+          }
+          const dh = dHidden.length === 1 ? dHidden[0] : tf.concat(dHidden);
+          const dTargets = tf.zerosLike(st);
+          return trainableHead && dHeadT ? [dh, dTargets, tf.transpose(dHeadT)] : [dh, dTargets];
+        }),
+    };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]);
+
+  const targetsT = tf.tensor1d(targets, 'int32');
+  try {
+    return (trainableHead ? op(hidden, targetsT, head.weight) : op(hidden, targetsT)) as tf.Tensor1D;
+  } finally {
+    targetsT.dispose();
+  }
+}

@@ -1,0 +1,54 @@
+/**
+ * Activation recomputation (gradient checkpointing) for one block of a network: the forward pass
+ * keeps only the block's input; the backward pass runs the block again under a fresh tape and
+ * differentiates that. Memory for the tape drops from every activation of every layer to one
+ * input per layer plus one layer's activations, for one extra forward pass.
+ */
+import * as tf from '@tensorflow/tfjs';
+
+interface EngineState {
+  activeTape: unknown;
+}
+
+// tfjs's engine keeps one global tape. A gradient taken inside another gradient's backward pass
+// (as recomputation does) replaces it and sets it to null when done, so the outer pass would then
+// fail to release its own saved tensors. The outer tape is put back after the inner pass.
+function engineState(): EngineState {
+  return (tf.engine() as unknown as { state: EngineState }).state;
+}
+
+/**
+ * `fn(x, consts)` whose backward pass recomputes `fn` instead of keeping its activations.
+ * `consts` are other tensors `fn` reads that may be freed before the backward pass (RoPE tables,
+ * masks): they are kept for it. `params` are the trainable tensors `fn` reads (they receive
+ * gradients). `fn` must be deterministic (the recomputation must see the same values, e.g. the
+ * same dropout masks).
+ */
+export function recomputed(
+  fn: (x: tf.Tensor2D, consts: readonly tf.Tensor[]) => tf.Tensor2D,
+  x: tf.Tensor2D,
+  consts: readonly tf.Tensor[],
+  params: readonly tf.Variable[],
+): tf.Tensor2D {
+  const op = tf.customGrad(((...args: Array<tf.Tensor | ((t: tf.Tensor[]) => void)>) => {
+    const save = args[args.length - 1] as (t: tf.Tensor[]) => void;
+    const input = args[0] as tf.Tensor2D;
+    save([input, ...consts]);
+    return {
+      value: fn(input, consts),
+      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+        const state = engineState();
+        const outerTape = state.activeTape;
+        try {
+          const xs = [saved[0], ...params];
+          const { value, grads } = tf.engine().gradients(() => fn(saved[0] as tf.Tensor2D, saved.slice(1)), xs, dy, true);
+          value.dispose();
+          return grads.map((g, i) => g ?? tf.zerosLike(xs[i]));
+        } finally {
+          state.activeTape = outerTape;
+        }
+      },
+    };
+  }) as unknown as Parameters<typeof tf.customGrad>[0]);
+  return op(x, ...params) as tf.Tensor2D;
+}

@@ -1,0 +1,88 @@
+import * as fs from 'node:fs';
+import * as os from 'node:os';
+import * as path from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { initBackend, setBackendLogger } from '../src/backend/index.js';
+import { createTinyModel, loadCausalLM, type TfCausalLM } from '../src/model/index.js';
+
+// The memory-bounding paths (attention in query blocks with a recomputing gradient, vocabulary
+// logits in row chunks, per-layer recomputation) must give the loss and gradients of the plain
+// one-shot computation up to float rounding. The one-shot reference is the same model with every
+// bound large enough that nothing is split, and recompute off.
+
+const PROMPTS = [[3, 8, 1, 17, 2, 9, 30], [12], [4, 4, 9, 20, 7]];
+const COMPLETIONS = [[5, 6, 2, 11, 40, 41], [9, 9], [1]];
+const HUGE = 1 << 30;
+
+function lossAndGrads(model: TfCausalLM): { loss: number; grads: Map<string, Float32Array> } {
+  const vars = model.trainableVariables();
+  const { value, grads } = tf.variableGrads(
+    () => tf.tidy(() => tf.sum(tf.mul(model.scoreCompletions(PROMPTS, COMPLETIONS).tokenLogProbs, tf.tensor1d([1, -0.5, 2]).reshape([3, 1])))) as tf.Scalar,
+    vars,
+  );
+  const out = new Map<string, Float32Array>();
+  for (const v of vars) out.set(v.name, grads[v.name].dataSync() as Float32Array);
+  const loss = value.dataSync()[0];
+  tf.dispose([value, ...Object.values(grads)]);
+  return { loss, grads: out };
+}
+
+function relErr(a: Float32Array, b: Float32Array): number {
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < a.length; i++) {
+    num += (a[i] - b[i]) ** 2;
+    den += b[i] ** 2;
+  }
+  return Math.sqrt(num) / Math.max(Math.sqrt(den), 1e-12);
+}
+
+let root: string;
+beforeAll(() => {
+  setBackendLogger(null);
+  root = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-memmodel-'));
+});
+afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
+
+for (const backend of ['wasm', 'cpu'] as const) {
+  describe(`memory-bounded passes equal one-shot passes (${backend})`, () => {
+    let model: TfCausalLM;
+    let reference: { loss: number; grads: Map<string, Float32Array> };
+    beforeAll(async () => {
+      await initBackend(backend);
+      const dir = path.join(root, backend);
+      await createTinyModel({ dir, arch: 'qwen3', seed: 5, tokenizer: 'word', hiddenSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2, intermediateSize: 48 });
+      model = await loadCausalLM(dir);
+      // Larger weights so that every path carries signal.
+      tf.tidy(() => {
+        for (const v of model.trainableVariables()) if (v.shape.length === 2) v.assign(tf.mul(v, 10));
+      });
+      model.memory = { attentionBlockBytes: HUGE, logitsChunkBytes: HUGE, recompute: false };
+      reference = lossAndGrads(model);
+    });
+    afterAll(() => model.dispose());
+
+    const cases = {
+      'attention in 1-query blocks': { attentionBlockBytes: 1, logitsChunkBytes: HUGE, recompute: false },
+      'logits in 1-row chunks': { attentionBlockBytes: HUGE, logitsChunkBytes: 1, recompute: false },
+      'per-layer recomputation': { attentionBlockBytes: HUGE, logitsChunkBytes: HUGE, recompute: true },
+      'all three at once': { attentionBlockBytes: 1, logitsChunkBytes: 1, recompute: true },
+    };
+    for (const [name, memory] of Object.entries(cases)) {
+      it(`${name}: loss and every gradient within 1e-5 relative`, () => {
+        model.memory = memory;
+        const before = tf.memory().numTensors;
+        const got = lossAndGrads(model);
+        expect(tf.memory().numTensors).toBe(before);
+        expect(Math.abs(got.loss - reference.loss)).toBeLessThanOrEqual(1e-5 * Math.abs(reference.loss));
+        for (const [k, g] of reference.grads) expect(relErr(got.grads.get(k)!, g), k).toBeLessThan(1e-5);
+      });
+    }
+
+    it('the gradient is not trivially zero (the comparison has something to compare)', () => {
+      const norms = [...reference.grads.values()].map((g) => Math.hypot(...g));
+      expect(norms.every((n) => n > 0)).toBe(true);
+    });
+  });
+}
