@@ -8,7 +8,7 @@ import { createTinyModel, loadCausalLM, type TfCausalLM } from '../src/model/ind
 import { createRng } from '../src/util/rng.js';
 
 // Gradient of the summed completion log-prob vs central finite differences, on the float32 cpu
-// backend. Float32 tolerances: f ≈ -100 carries ~1e-5 rounding, so with h = 1e-2 the difference
+// and wasm backends (wasm kernels have differed from cpu ones before: OneHot, gather batchDims). Float32 tolerances: f ≈ -100 carries ~1e-5 rounding, so with h = 1e-2 the difference
 // quotient has ~1e-3 absolute noise; truncation error is O(h²). We accept |fd - g| <= 2e-3 + 1e-2·|g|.
 const H = 1e-2;
 const ABS = 2e-3;
@@ -20,7 +20,6 @@ const COMPLETIONS = [[5, 6, 2, 11], [9, 9], [1]];
 let root: string;
 beforeAll(async () => {
   setBackendLogger(null);
-  await initBackend('cpu');
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-grad-'));
 });
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
@@ -36,11 +35,12 @@ function value(model: TfCausalLM): number {
   return v;
 }
 
-for (const arch of ['qwen3', 'qwen2', 'llama'] as const) {
-  describe(`gradients (${arch})`, () => {
+for (const [backend, arch] of (['cpu', 'wasm'] as const).flatMap((b) => (['qwen3', 'qwen2', 'llama'] as const).map((a) => [b, a] as const))) {
+  describe(`gradients (${arch}, ${backend})`, () => {
     let model: TfCausalLM;
     beforeAll(async () => {
-      const dir = path.join(root, arch);
+      await initBackend(backend);
+      const dir = path.join(root, `${backend}-${arch}`);
       await createTinyModel({ dir, arch, seed: 3, tokenizer: 'word', hiddenSize: 16, numLayers: 2, numHeads: 4, numKvHeads: 2, intermediateSize: 24 });
       model = await loadCausalLM(dir);
       // Scale up the 0.02 init so every path carries signal, and give biases non-zero values.

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { gatherRows, linear } from '../backend/index.js';
+import { gatherRows, linear, tidyKeep } from '../backend/index.js';
 import { blockedAttention, type AttentionMask } from './attention.js';
 import type { HeadWeight } from './lm-head.js';
 import type { DecoderConfig } from './config.js';
@@ -121,8 +121,12 @@ export class Decoder {
           this.layer(l, input, { ...ctx, cos: cos as tf.Tensor4D, sin: sin as tf.Tensor4D }).out;
         h = recomputed(layer, h, [ctx.cos, ctx.sin], this.layerTrainables(l));
       } else {
-        const { out, layerCache } = this.layer(l, h, ctx);
+        // One scope per layer: what the tape does not keep is freed layer by layer, not at the end.
+        const input = h;
+        const { out, layerCache } = tidyKeep(() => this.layer(l, input, ctx));
         if (ctx.keepCache) cache.push(layerCache);
+        else tf.dispose([layerCache.kT, layerCache.v]);
+        if (l > 0) input.dispose();
         h = out;
       }
     }

@@ -34,6 +34,13 @@ export interface HeadWeight {
   readonly transposed: boolean;
 }
 
+// Built from plain numbers: tfjs's OneHot kernel gives wrong values on wasm here.
+function oneHotRows(targets: ArrayLike<number>, r0: number, rows: number, vocab: number): tf.Tensor2D {
+  const data = new Float32Array(rows * vocab);
+  for (let i = 0; i < rows; i++) data[i * vocab + targets[r0 + i]] = 1;
+  return tf.tensor2d(data, [rows, vocab]);
+}
+
 /**
  * log p(targets[i]) for hidden states `hidden` [N, H] under the output head. Differentiable in
  * `hidden` and, when the head is a trainable variable in [V, H] layout, in the head.
@@ -79,7 +86,7 @@ export function chunkedTokenLogProbs(
             const [dh, next] = tf.tidy(() => {
               const hc = tf.slice(sh, [r0, 0], [m, h]);
               const dyc = tf.reshape(tf.slice(dy, [r0], [m]), [m, 1]);
-              const onehot = tf.oneHot(tf.slice(st, [r0], [m]), vocab, 1, 0, 'float32');
+              const onehot = oneHotRows(targets, r0, m, vocab);
               const g = tf.mul(tf.sub(onehot, tf.softmax(tf.matMul(hc, sHeadT))), dyc) as tf.Tensor2D;
               return [tf.matMul(g, headRows), dHeadT ? tf.add(dHeadT, tf.matMul(tf.transpose(hc), g)) : null];
             });

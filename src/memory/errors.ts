@@ -1,0 +1,63 @@
+/**
+ * Memory failures in words a user can act on: a pass refused before it allocates, and the
+ * backend's own crashes (wasm's `memory access out of bounds`, `Aborted()`) translated.
+ */
+import { formatBytes } from '../logging/format.js';
+
+/** What a user can turn down, named as config keys. */
+export const MEMORY_KNOBS = [
+  'max_new_tokens',
+  'num_generations',
+  'memory.micro_batch_size (or memory.generation_batch_size)',
+  'lora (train adapters on a frozen base instead of every weight)',
+  'a smaller model',
+  'memory.budget (at most ~3.5 GiB on wasm; the tensorflow backend has no 4 GiB cap)',
+] as const;
+
+/** A pass that would not fit the memory budget; thrown before anything is allocated for it. */
+export class MemoryBudgetError extends Error {
+  constructor(
+    /** What was about to run, e.g. `scoring agent 0 (1 row of 2,048 tokens)`. */
+    readonly pass: string,
+    readonly estimateBytes: number,
+    readonly availableBytes: number,
+    readonly budgetBytes: number,
+  ) {
+    super(
+      `not enough memory for ${pass}: it needs about ${formatBytes(estimateBytes)} but only ` +
+        `${formatBytes(Math.max(0, availableBytes))} of the ${formatBytes(budgetBytes)} budget is free ` +
+        `(the rest holds weights and optimizer state). Reduce one of: ${MEMORY_KNOBS.join('; ')}.`,
+    );
+    this.name = 'MemoryBudgetError';
+  }
+}
+
+const BACKEND_CRASHES = [
+  /memory access out of bounds/i,
+  /table index is out of bounds/i,
+  /^Aborted\(/,
+  /Aborted\(\)/,
+  /Array buffer allocation failed/i,
+  /Out of memory/i,
+  /Cannot enlarge memory/i,
+  /OOM when allocating/i,
+  /RangeError: WebAssembly\.Memory/i,
+];
+
+/** Whether an error is a backend running out of memory (rather than a bug of ours or the user's). */
+export function isBackendMemoryCrash(err: unknown): boolean {
+  const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
+  return BACKEND_CRASHES.some((re) => re.test(text));
+}
+
+/** The plain-words error for a backend memory crash, keeping the original as `cause`. */
+export function backendMemoryError(err: unknown, backend: string | null, budget: number): Error {
+  const original = err instanceof Error ? err.message : String(err);
+  const heap = backend === 'wasm' ? "the wasm backend's heap (4 GiB at most)" : `the ${backend ?? 'tensor'} backend's memory`;
+  return new Error(
+    `ran out of memory: ${heap} could not hold this step (the backend said: ${original.split('\n')[0]}). ` +
+      `comlrl's budget was ${formatBytes(budget)}; its estimates missed this pass. Reduce one of: ${MEMORY_KNOBS.join('; ')}. ` +
+      'Checkpoints already written are intact; resume from the last one with `comlrl train --resume`.',
+    { cause: err },
+  );
+}

@@ -1,0 +1,142 @@
+/**
+ * Micro-batch plans: which rows run through a model together so that every pass fits the memory
+ * budget, and whether layers are recomputed. Gradients of a step are summed over its
+ * micro-batches, so a plan changes memory and time, never the loss (up to float rounding).
+ */
+import * as tf from '@tensorflow/tfjs';
+import type { CausalLM, ModelMemoryOptions } from '../model/types.js';
+import { MemoryBudgetError } from './errors.js';
+import { decoderShape, generationBytes, passBytes, variableBytes, type DecoderShape, type PassMode } from './estimate.js';
+import { budgetBytes, memorySettings } from './settings.js';
+
+/** The size of one row as a pass sees it. */
+export interface RowSize {
+  /** Tokens of the row (prompt + completion, or the critic's input). */
+  readonly width: number;
+  /** Tokens whose vocabulary log-probs are computed (0 for critic rows). */
+  readonly scored: number;
+}
+
+/** Options of {@link planMicroBatches}. */
+export interface MicroBatchOptions {
+  /** What the rows are for, named in errors: `scoring agent 0`. */
+  readonly label: string;
+  /** A gradient tape records the passes. */
+  readonly backward: boolean;
+  /** At most this many rows per pass (a config's fixed micro-batch size); null: the memory setting. */
+  readonly maxRows?: number | null;
+  /** Other models whose trainable variables also get gradients in the same step (a critic head). */
+  readonly extraTrainable?: readonly tf.Variable[];
+}
+
+/** Tensor bytes held right now (0 before a backend is set). */
+export function heldTensorBytes(): number {
+  return (tf.getBackend() as string | null | undefined) ? tf.memory().numBytes : 0;
+}
+
+interface MemoryAware {
+  memory: ModelMemoryOptions;
+}
+
+function isMemoryAware(model: CausalLM): model is CausalLM & MemoryAware {
+  return typeof (model as Partial<MemoryAware>).memory === 'object';
+}
+
+function modeFor(model: CausalLM, shape: DecoderShape, backward: boolean, recompute: boolean): PassMode {
+  const s = memorySettings();
+  const vocabSized = shape.vocabSize * shape.hiddenSize;
+  return {
+    backward,
+    recompute,
+    attentionBlockBytes: s.attentionBlockBytes,
+    logitsChunkBytes: s.logitsChunkBytes,
+    embeddingsTrainable: model.trainableVariables().some((v) => v.size === vocabSized),
+  };
+}
+
+/**
+ * Splits `rows` (kept in order) into micro-batches whose passes fit the budget left after the
+ * tensors held now and the step's gradient accumulators, and sets the model's attention block,
+ * logits chunk and recomputation accordingly (recomputation under `recompute: 'auto'` only when
+ * the largest row needs it).
+ * @throws MemoryBudgetError, before anything is allocated, when one row alone does not fit.
+ */
+export function planMicroBatches<R>(model: CausalLM, rows: readonly R[], sizeOf: (row: R) => RowSize, options: MicroBatchOptions): R[][] {
+  if (rows.length === 0) return [];
+  const settings = memorySettings();
+  const maxRows = options.maxRows ?? (settings.microBatchSize === 'auto' ? Infinity : settings.microBatchSize);
+  const shape = decoderShape(model);
+  if (!shape || !isMemoryAware(model)) return chunk(rows, maxRows);
+
+  const budget = budgetBytes();
+  const accumulators = options.backward ? variableBytes(model.trainableVariables()) + variableBytes(options.extraTrainable ?? []) : 0;
+  const available = budget - heldTensorBytes() - accumulators;
+  const sizes = rows.map(sizeOf);
+  const cost = (batch: readonly RowSize[], recompute: boolean) =>
+    passBytes(
+      shape,
+      { rows: batch.length, width: Math.max(...batch.map((r) => r.width)), scoredTokens: batch.reduce((a, r) => a + r.scored, 0) },
+      modeFor(model, shape, options.backward, recompute),
+    );
+
+  const largest = sizes.reduce((a, r) => (r.width > a.width || (r.width === a.width && r.scored > a.scored) ? r : a));
+  let recompute = settings.recompute === true;
+  if (settings.recompute === 'auto' && options.backward) recompute = cost([largest], false) > available;
+  const single = cost([largest], recompute);
+  if (single > available) {
+    throw new MemoryBudgetError(`${options.label} (1 row of ${largest.width} tokens)`, single, available, budget);
+  }
+  model.memory = { attentionBlockBytes: settings.attentionBlockBytes, logitsChunkBytes: settings.logitsChunkBytes, recompute };
+
+  const out: R[][] = [];
+  let batch: R[] = [];
+  let batchSizes: RowSize[] = [];
+  rows.forEach((row, i) => {
+    const next = [...batchSizes, sizes[i]];
+    if (batch.length > 0 && (batch.length >= maxRows || cost(next, recompute) > available)) {
+      out.push(batch);
+      batch = [];
+      batchSizes = [];
+    }
+    batch.push(row);
+    batchSizes.push(sizes[i]);
+  });
+  out.push(batch);
+  return out;
+}
+
+function chunk<R>(rows: readonly R[], size: number): R[][] {
+  const n = Number.isFinite(size) && size > 0 ? size : rows.length;
+  const out: R[][] = [];
+  for (let i = 0; i < rows.length; i += n) out.push(rows.slice(i, i + n));
+  return out;
+}
+
+/**
+ * How many sequences of a KV-cache generation run together: all `total` when they fit the
+ * budget, else fewer (at most the memory setting `generationBatchSize`).
+ * @throws MemoryBudgetError when a single sequence does not fit.
+ */
+export function generationBatchSize(model: CausalLM, total: number, promptWidth: number, maxNewTokens: number, label = 'generation'): number {
+  const settings = memorySettings();
+  const cap = settings.generationBatchSize === 'auto' ? total : Math.min(total, settings.generationBatchSize);
+  const shape = decoderShape(model);
+  if (!shape) return cap;
+  const budget = budgetBytes();
+  const available = budget - heldTensorBytes();
+  // Generation also holds a transposed copy of every trainable linear weight (see Decoder.freeze).
+  const frozenCopies = variableBytes(model.trainableVariables());
+  const fits = (n: number) => generationBytes(shape, n, promptWidth, maxNewTokens, settings.attentionBlockBytes) + frozenCopies <= available;
+  if (!fits(1)) {
+    const need = generationBytes(shape, 1, promptWidth, maxNewTokens, settings.attentionBlockBytes) + frozenCopies;
+    throw new MemoryBudgetError(`${label} (1 sequence: ${promptWidth} prompt + ${maxNewTokens} new tokens)`, need, available, budget);
+  }
+  let lo = 1;
+  let hi = cap;
+  while (lo < hi) {
+    const mid = Math.ceil((lo + hi) / 2);
+    if (fits(mid)) lo = mid;
+    else hi = mid - 1;
+  }
+  return lo;
+}

@@ -1,0 +1,86 @@
+/**
+ * The memory budget and how passes over a model stay inside it. One process-wide setting, like
+ * the tfjs backend it describes: the CLI sets it from the run config's `memory` section, library
+ * users with {@link configureMemory}.
+ */
+import * as os from 'node:os';
+import { activeBackend } from '../backend/index.js';
+
+/** How comlrl bounds the memory of training and generation. */
+export interface MemorySettings {
+  /**
+   * Bytes that tensors may take in all (weights, optimizer state, activations). null: the
+   * backend's default ({@link defaultBudgetBytes}).
+   */
+  budgetBytes: number | null;
+  /** Rows per forward/backward pass of scoring and critics; 'auto': as many as fit the budget. */
+  microBatchSize: number | 'auto';
+  /** Sequences generated together; 'auto': as many as fit the budget. */
+  generationBatchSize: number | 'auto';
+  /** Per-layer activation recomputation in backward passes; 'auto': only when a pass needs it to fit. */
+  recompute: boolean | 'auto';
+  /** Bytes one attention block's score buffers may take. */
+  attentionBlockBytes: number;
+  /** Bytes one chunk of vocabulary logits may take. */
+  logitsChunkBytes: number;
+}
+
+const MiB = 2 ** 20;
+const GiB = 2 ** 30;
+
+/** Defaults: budget from the backend, automatic micro-batches and recomputation, 64 MiB blocks. */
+export const DEFAULT_MEMORY_SETTINGS: Readonly<MemorySettings> = {
+  budgetBytes: null,
+  microBatchSize: 'auto',
+  generationBatchSize: 'auto',
+  recompute: 'auto',
+  attentionBlockBytes: 64 * MiB,
+  logitsChunkBytes: 64 * MiB,
+};
+
+let current: MemorySettings = { ...DEFAULT_MEMORY_SETTINGS };
+
+/** Replaces the given fields of the process-wide memory settings; returns the new settings. */
+export function configureMemory(changes: Partial<MemorySettings>): Readonly<MemorySettings> {
+  current = { ...current, ...changes };
+  return current;
+}
+
+/** The process-wide memory settings. */
+export function memorySettings(): Readonly<MemorySettings> {
+  return current;
+}
+
+/**
+ * The default tensor budget of a backend: wasm's heap is a 32-bit address space that stops at
+ * 4 GiB (weights included), so 3.5 GiB leaves room for the allocator and the runtime; the other
+ * backends allocate from the machine's memory, of which 75% is used.
+ */
+export function defaultBudgetBytes(backend: string | null = activeBackend()): number {
+  if (backend === 'wasm') return 3.5 * GiB;
+  return Math.floor(0.75 * os.totalmem());
+}
+
+/** The budget in force: the setting, else the active backend's default. */
+export function budgetBytes(): number {
+  return current.budgetBytes ?? defaultBudgetBytes();
+}
+
+const UNITS: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: MiB, gib: GiB, tib: 2 ** 40 };
+
+/**
+ * Bytes from a number or a size string: `3.5GiB`, `3500MB`, `2e9` (B, kB/KiB, MB/MiB, GB/GiB,
+ * TB/TiB; decimal and binary units as written). Throws a message naming the accepted forms.
+ */
+export function parseBytes(value: number | string, field = 'memory size'): number {
+  if (typeof value === 'number') {
+    if (!Number.isFinite(value) || value <= 0) throw new Error(`${field}: must be a positive number of bytes, got ${value}`);
+    return Math.floor(value);
+  }
+  const m = /^\s*([0-9]*\.?[0-9]+(?:e[0-9]+)?)\s*([a-z]*)\s*$/i.exec(value);
+  const unit = m ? UNITS[(m[2] || 'b').toLowerCase()] : undefined;
+  if (!m || unit === undefined) throw new Error(`${field}: '${value}' is not a size; write e.g. 3.5GiB, 3500MB or 2e9`);
+  const bytes = Math.floor(Number(m[1]) * unit);
+  if (!(bytes > 0)) throw new Error(`${field}: must be positive, got '${value}'`);
+  return bytes;
+}
