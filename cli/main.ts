@@ -5,7 +5,10 @@
  */
 import { realpathSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
+import { activeBackend } from '../src/backend/init.js';
 import { ConfigError } from '../src/config/schema.js';
+import { backendMemoryError, isBackendMemoryCrash } from '../src/memory/errors.js';
+import { budgetBytes } from '../src/memory/settings.js';
 import { CheckpointError } from '../src/checkpoint/atomic.js';
 import type { ProgressStream } from '../src/logging/progress.js';
 import { UsageError } from './args.js';
@@ -80,7 +83,7 @@ export async function main(argv: readonly string[], ctx: CommandContext = defaul
       ctx.err(`comlrl ${command}: ${err.message}`);
       return 1;
     }
-    const e = err as Error;
+    const e = isBackendMemoryCrash(err) ? backendMemoryError(err, activeBackend(), budgetBytes()) : (err as Error);
     ctx.err(`comlrl ${command}: ${e.message ?? String(err)}`);
     if (process.env.COMLRL_DEBUG && e.stack) ctx.err(e.stack);
     return 1;
@@ -116,7 +119,8 @@ if (isEntryPoint()) {
       process.exitCode = code;
     },
     (err: unknown) => {
-      process.stderr.write(`comlrl: ${(err as Error).message ?? String(err)}\n`);
+      const e = isBackendMemoryCrash(err) ? backendMemoryError(err, activeBackend(), budgetBytes()) : (err as Error);
+      process.stderr.write(`comlrl: ${e.message ?? String(err)}\n`);
       process.exitCode = 1;
     },
   );

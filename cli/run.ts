@@ -23,7 +23,8 @@ import { initBackend, type BackendName } from '../src/backend/init.js';
 import { CheckpointError, checkpointName, listCheckpoints, verifyCheckpoint, writeCheckpointAtomically, MANIFEST_FILE } from '../src/checkpoint/atomic.js';
 import { OPTIMIZER_STATE_FILE, readTrainerState, TRAINER_STATE_FILE, writeTrainerState } from '../src/checkpoint/state.js';
 import { configHash, stableStringify } from '../src/config/hash.js';
-import { runConfigIdentity, runConfigToDocument, type RunConfig } from '../src/config/schema.js';
+import { memorySettingsOf, runConfigIdentity, runConfigToDocument, type RunConfig } from '../src/config/schema.js';
+import { configureMemory } from '../src/memory/settings.js';
 import { formatBytes, formatDuration, formatNumber, formatSummary } from '../src/logging/format.js';
 import { peakMemory, sampleMemory } from '../src/logging/memory.js';
 import { MetricsLogger, readMetrics, type MetricValue } from '../src/logging/metrics.js';
@@ -107,6 +108,10 @@ export interface RunResult {
   readonly seconds: number;
   readonly tokensPerSecond: number;
   readonly peakRssBytes: number;
+  /** Highest tfjs tensor bytes sampled during the run. */
+  readonly peakTensorBytes?: number;
+  /** The wasm heap's high-water mark (null on other backends). */
+  readonly wasmHeapBytes?: number | null;
 }
 
 /** A verified checkpoint to resume from. */
@@ -125,7 +130,7 @@ class StopRun extends Error {
   }
 }
 
-/** The hash stored in checkpoints: the config minus output and backend. */
+/** The hash stored in checkpoints: the config minus output, backend and memory. */
 export function runConfigHash(config: RunConfig): string {
   return configHash(runConfigIdentity(config));
 }
@@ -222,6 +227,7 @@ function stripIdentity(doc: Record<string, unknown>): Record<string, unknown> {
   const out = { ...doc };
   delete out.output;
   delete out.backend;
+  delete out.memory;
   return out;
 }
 
@@ -303,6 +309,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
   }
   const hash = runConfigHash(config);
   const backend = await initBackend(config.backend);
+  configureMemory(memorySettingsOf(config.memory));
 
   // ---- build everything before the first write into the run directory ----
   const task = await setupTask(config);
@@ -531,6 +538,8 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       seconds,
       tokensPerSecond: sessionSeconds > 0 ? (counter.total - tokensBefore) / sessionSeconds : 0,
       peakRssBytes: mem.peakRssBytes,
+      peakTensorBytes: mem.peakTensorBytes,
+      wasmHeapBytes: mem.wasmHeapBytes,
     };
     for (const line of summaryLines(result, logger.rows().length)) log(line);
     return result;
@@ -574,6 +583,10 @@ export function summaryLines(r: RunResult, metricsRows: number): string[] {
       ? `[comlrl] done: ${r.step}/${r.totalSteps} steps in ${formatDuration(r.seconds)} · ${formatNumber(r.tokensPerSecond)} tokens/s · peak RSS ${formatBytes(r.peakRssBytes)}`
       : `[comlrl] stopped at step ${r.step}/${r.totalSteps} (checkpoint written); continue with: comlrl train --resume ${rel(r.runDir)}`,
   ];
+  if (r.peakTensorBytes !== undefined) {
+    const heap = r.wasmHeapBytes ? ` · wasm heap ${formatBytes(r.wasmHeapBytes)} (its high-water mark)` : '';
+    lines.push(`[comlrl] peak memory: tensors ${formatBytes(r.peakTensorBytes)}${heap} · process RSS ${formatBytes(r.peakRssBytes)}`);
+  }
   if (r.before && r.after) {
     const d = r.after.episodeReward - r.before.episodeReward;
     lines.push(`[comlrl] eval episode reward: before ${formatNumber(r.before.episodeReward)} → after ${formatNumber(r.after.episodeReward)} (${d >= 0 ? '+' : ''}${formatNumber(d)})`);

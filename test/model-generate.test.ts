@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
+import { configureMemory } from '../src/memory/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
 import { createTinyModel, loadCausalLM, type TfCausalLM } from '../src/model/index.js';
@@ -57,17 +58,17 @@ describe('scoring shapes', () => {
     const b = alone.dataSync();
     a.forEach((v, i) => expect(Math.abs(v - b[i])).toBeLessThan(1e-5));
     tf.dispose([batch, alone]);
-    // tokenLogProbs in several passes (tiny logits budget) equals one pass.
+    // tokenLogProbs in several passes (one row per micro-batch) equals one pass.
     const prompts = [[1, 2], [3], [4, 5, 6], [7]];
     const comps = [[8, 9, 10], [11], [], [12, 13]];
     const whole = await model.tokenLogProbs(prompts, comps);
-    model.logitsBudget = 2 * model.vocabSize;
+    configureMemory({ microBatchSize: 1 });
     try {
       const parts = await model.tokenLogProbs(prompts, comps);
       expect(parts.map((r) => r.length)).toEqual([3, 1, 0, 2]);
       parts.forEach((r, i) => r.forEach((v, j) => expect(Math.abs(v - whole[i][j])).toBeLessThan(1e-5)));
     } finally {
-      model.logitsBudget = 64 * 1024 * 1024;
+      configureMemory({ microBatchSize: 'auto' });
     }
   });
 });

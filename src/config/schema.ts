@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { BACKEND_NAMES, type BackendName } from '../backend/init.js';
+import { DEFAULT_MEMORY_SETTINGS, parseBytes, type MemorySettings } from '../memory/settings.js';
 
 /** The three trainers, by their CLI names. */
 export const TRAINER_NAMES = ['magrpo', 'collm-dc', 'collm-cc'] as const;
@@ -147,6 +148,48 @@ const outputSchema = z.strictObject({
   eval_before_after: bool('output.eval_before_after').default(true),
 });
 
+const size = (key: string) =>
+  z.union([z.number(), z.string()], { error: `${key} must be a size in bytes (a number, or a string such as 3.5GiB or 800MB)` }).transform((v, ctx) => {
+    try {
+      return parseBytes(v, key);
+    } catch (err) {
+      ctx.addIssue({ code: 'custom', message: (err as Error).message });
+      return z.NEVER;
+    }
+  });
+const autoOr = <T extends z.ZodType>(key: string, inner: T, what: string) =>
+  z.union([z.literal('auto'), inner], { error: `${key} must be 'auto' or ${what}` });
+
+const memorySchema = z.strictObject({
+  /** Bytes tensors may take in all; default: 3.5 GiB on wasm, 75% of RAM on the other backends. */
+  budget: size('memory.budget').nullable().default(null),
+  /** Rows per forward/backward pass; 'auto': as many as fit the budget. */
+  micro_batch_size: autoOr('memory.micro_batch_size', int('memory.micro_batch_size', 1), 'an integer >= 1').default('auto'),
+  /** Sequences generated together; 'auto': as many as fit the budget. */
+  generation_batch_size: autoOr('memory.generation_batch_size', int('memory.generation_batch_size', 1), 'an integer >= 1').default('auto'),
+  /** Recompute each layer in the backward pass (gradient checkpointing); 'auto': when a pass needs it. */
+  recompute: autoOr('memory.recompute', bool('memory.recompute'), 'true or false').default('auto'),
+  /** Memory of one attention block (queries are processed in blocks). */
+  attention_block: size('memory.attention_block').default(DEFAULT_MEMORY_SETTINGS.attentionBlockBytes),
+  /** Memory of one chunk of vocabulary logits. */
+  logits_chunk: size('memory.logits_chunk').default(DEFAULT_MEMORY_SETTINGS.logitsChunkBytes),
+});
+
+/** The memory section after validation (sizes in bytes). */
+export type MemorySection = z.output<typeof memorySchema>;
+
+/** The library's memory settings of a validated `memory` section. */
+export function memorySettingsOf(section: MemorySection): MemorySettings {
+  return {
+    budgetBytes: section.budget,
+    microBatchSize: section.micro_batch_size,
+    generationBatchSize: section.generation_batch_size,
+    recompute: section.recompute,
+    attentionBlockBytes: section.attention_block,
+    logitsChunkBytes: section.logits_chunk,
+  };
+}
+
 const TRAINER_SECTION_SCHEMA = z.record(z.string(), z.unknown(), { error: 'a trainer section must be a mapping of trainer fields' });
 
 const topSchema = z.strictObject({
@@ -161,6 +204,8 @@ const topSchema = z.strictObject({
   reward_processor: rewardProcessorSchema.optional(),
   task: taskOptionsSchema.optional(),
   output: outputSchema.optional(),
+  /** How training and generation bound their memory (see README "Memory"). */
+  memory: memorySchema.optional(),
   /** The run seed: the trainer's random streams (and HouseBuild's spider draw unless task.rpg_seed). */
   seed: int('seed', 0).optional(),
   /** Tensor backend (else COMLRL_BACKEND, else wasm). */
@@ -195,6 +240,7 @@ export interface RunConfig {
   readonly rewardProcessor: RewardProcessorSection;
   readonly task: TaskOptionsSection;
   readonly output: OutputSection;
+  readonly memory: MemorySection;
   readonly seed: number;
   readonly backend: BackendName | undefined;
 }
@@ -248,6 +294,7 @@ const ALLOWED_KEYS: Record<string, readonly string[]> = {
   'task.player': ['hp'],
   'task.spider': ['num', 'atk_low', 'atk_high'],
   output: Object.keys(outputSchema.shape),
+  memory: Object.keys(memorySchema.shape),
 };
 
 /** Turns zod issues into key-named issues; `prefix` is the section path ('' at top level). */
@@ -373,6 +420,7 @@ export function parseRunConfig(raw: unknown, schemas: RunConfigSchemas, source?:
     rewardProcessor: cfg.reward_processor ?? rewardProcessorSchema.parse({}),
     task: cfg.task ?? {},
     output: cfg.output ?? outputSchema.parse({}),
+    memory: cfg.memory ?? memorySchema.parse({}),
     seed,
     backend: cfg.backend,
   };
@@ -405,6 +453,7 @@ export function runConfigToDocument(config: RunConfig): Record<string, unknown> 
     reward_processor: config.rewardProcessor,
     task: config.task,
     output: config.output,
+    memory: config.memory,
     seed: config.seed,
   };
   if (config.backend !== undefined) doc.backend = config.backend;
@@ -413,12 +462,14 @@ export function runConfigToDocument(config: RunConfig): Record<string, unknown> 
 
 /**
  * The part of a config that decides what a run computes: everything but `output` (where and how
- * often it writes) and `backend`. Its hash is stored in checkpoints; resuming with a config whose
+ * often it writes), `backend` and `memory` (how passes are split; a change may move results by
+ * float rounding, and lowering memory after an out-of-memory stop must stay possible). Its hash is stored in checkpoints; resuming with a config whose
  * identity differs is refused.
  */
 export function runConfigIdentity(config: RunConfig): Record<string, unknown> {
   const doc = runConfigToDocument(config);
   delete doc.output;
   delete doc.backend;
+  delete doc.memory;
   return doc;
 }

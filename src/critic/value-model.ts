@@ -11,6 +11,7 @@
  * input builders in `inputs.ts` decide which text goes in.
  */
 import * as tf from '@tensorflow/tfjs';
+import { planMicroBatches } from '../memory/plan.js';
 import { gatherRows } from '../backend/ops.js';
 import type { CausalLM } from '../model/types.js';
 import type { Tokenizer } from '../tokenizer/types.js';
@@ -73,11 +74,15 @@ export class ValueModel {
     });
   }
 
-  /** Values as plain numbers, no gradient (rollout time). Batches rows `batchSize` at a time. */
-  async predict(inputs: readonly number[][], batchSize = 16): Promise<number[]> {
+  /**
+   * Values as plain numbers, no gradient (rollout time), in micro-batches that fit the memory
+   * budget (at most `batchSize` rows each when given).
+   */
+  async predict(inputs: readonly number[][], batchSize: number | null = null): Promise<number[]> {
     const out: number[] = [];
-    for (let i = 0; i < inputs.length; i += batchSize) {
-      const v = this.values(inputs.slice(i, i + batchSize));
+    const batches = planMicroBatches(this.backbone, inputs, (r) => ({ width: r.length, scored: 0 }), { label: 'critic values', backward: false, maxRows: batchSize });
+    for (const batch of batches) {
+      const v = this.values(batch);
       out.push(...(await v.data()));
       v.dispose();
     }

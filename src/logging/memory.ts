@@ -12,6 +12,11 @@ export interface MemoryReport {
   readonly peakTensorBytes: number;
   /** Live tfjs tensors now. */
   readonly numTensors: number;
+  /**
+   * Size of the wasm backend's heap, bytes: it grows and never shrinks, so it is the backend's
+   * high-water mark (at most 4 GiB). Null on other backends.
+   */
+  readonly wasmHeapBytes: number | null;
 }
 
 let peakTensorBytes = 0;
@@ -38,7 +43,15 @@ export function peakMemory(): MemoryReport {
     tensorBytes: bytes,
     peakTensorBytes,
     numTensors: count,
+    wasmHeapBytes: wasmHeapBytes(),
   };
+}
+
+/** The wasm backend's heap size (its high-water mark), or null when another backend is active. */
+export function wasmHeapBytes(): number | null {
+  if ((tf.getBackend() as string | null | undefined) !== 'wasm') return null;
+  const heap = (tf.backend() as unknown as { wasm?: { HEAPU8?: Uint8Array } }).wasm?.HEAPU8;
+  return heap ? heap.buffer.byteLength : null;
 }
 
 function tensorBytes(): { bytes: number; count: number } {

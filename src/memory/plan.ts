@@ -4,10 +4,14 @@
  * micro-batches, so a plan changes memory and time, never the loss (up to float rounding).
  */
 import * as tf from '@tensorflow/tfjs';
-import type { CausalLM, ModelMemoryOptions } from '../model/types.js';
 import { MemoryBudgetError } from './errors.js';
 import { decoderShape, generationBytes, passBytes, variableBytes, type DecoderShape, type PassMode } from './estimate.js';
-import { budgetBytes, memorySettings } from './settings.js';
+import { budgetBytes, memorySettings, type ModelMemoryOptions } from './settings.js';
+
+/** What the planner needs of a model: its trainable variables (and, to estimate, its shapes). */
+export interface PlannableModel {
+  trainableVariables(): tf.Variable[];
+}
 
 /** The size of one row as a pass sees it. */
 export interface RowSize {
@@ -38,11 +42,11 @@ interface MemoryAware {
   memory: ModelMemoryOptions;
 }
 
-function isMemoryAware(model: CausalLM): model is CausalLM & MemoryAware {
+function isMemoryAware(model: PlannableModel): model is PlannableModel & MemoryAware {
   return typeof (model as Partial<MemoryAware>).memory === 'object';
 }
 
-function modeFor(model: CausalLM, shape: DecoderShape, backward: boolean, recompute: boolean): PassMode {
+function modeFor(model: PlannableModel, shape: DecoderShape, backward: boolean, recompute: boolean): PassMode {
   const s = memorySettings();
   const vocabSized = shape.vocabSize * shape.hiddenSize;
   return {
@@ -61,7 +65,7 @@ function modeFor(model: CausalLM, shape: DecoderShape, backward: boolean, recomp
  * the largest row needs it).
  * @throws MemoryBudgetError, before anything is allocated, when one row alone does not fit.
  */
-export function planMicroBatches<R>(model: CausalLM, rows: readonly R[], sizeOf: (row: R) => RowSize, options: MicroBatchOptions): R[][] {
+export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], sizeOf: (row: R) => RowSize, options: MicroBatchOptions): R[][] {
   if (rows.length === 0) return [];
   const settings = memorySettings();
   const maxRows = options.maxRows ?? (settings.microBatchSize === 'auto' ? Infinity : settings.microBatchSize);
@@ -117,7 +121,7 @@ function chunk<R>(rows: readonly R[], size: number): R[][] {
  * budget, else fewer (at most the memory setting `generationBatchSize`).
  * @throws MemoryBudgetError when a single sequence does not fit.
  */
-export function generationBatchSize(model: CausalLM, total: number, promptWidth: number, maxNewTokens: number, label = 'generation'): number {
+export function generationBatchSize(model: PlannableModel, total: number, promptWidth: number, maxNewTokens: number, label = 'generation'): number {
   const settings = memorySettings();
   const cap = settings.generationBatchSize === 'auto' ? total : Math.min(total, settings.generationBatchSize);
   const shape = decoderShape(model);

@@ -6,6 +6,16 @@
 import * as os from 'node:os';
 import { activeBackend } from '../backend/index.js';
 
+/** How one model's passes bound their memory (set from {@link MemorySettings} by the planner). */
+export interface ModelMemoryOptions {
+  /** Bytes one attention block's score buffers may take (queries are processed in blocks). */
+  attentionBlockBytes: number;
+  /** Bytes one chunk of vocabulary logits may take (scoring processes completion tokens in chunks). */
+  logitsChunkBytes: number;
+  /** Recompute each decoder layer in the backward pass instead of keeping its activations. */
+  recompute: boolean;
+}
+
 /** How comlrl bounds the memory of training and generation. */
 export interface MemorySettings {
   /**

@@ -20,8 +20,9 @@ export interface AttentionMask {
 /** Bytes of float32 score-sized buffers one attention block may hold at once (default 64 MiB). */
 export const DEFAULT_ATTENTION_BLOCK_BYTES = 64 * 1024 * 1024;
 
-// A block holds about four score-sized buffers at once in the backward pass (P, dP, dS, a temporary).
-const LIVE_SCORE_BUFFERS = 4;
+// A block holds about sixteen score-sized buffers at once in the backward pass as tfjs counts them
+// (P, dP, dS, their reshaped and unstacked copies for the 2-D matmuls; test/memory-plan.test.ts).
+const LIVE_SCORE_BUFFERS = 16;
 
 /** Query positions per block so that a block's score buffers stay within `blockBytes`. */
 export function attentionBlockRows(batch: number, heads: number, queries: number, keys: number, blockBytes: number): number {

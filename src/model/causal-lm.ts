@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { gatherRows, lengthMask } from '../backend/index.js';
+import { generationBatchSize, planMicroBatches } from '../memory/plan.js';
 import { DEFAULT_ATTENTION_BLOCK_BYTES } from './attention.js';
 import type { DecoderConfig } from './config.js';
 import { Decoder } from './decoder.js';
@@ -30,11 +31,6 @@ export class TfCausalLM implements CausalLM {
   readonly eosTokenIds: readonly number[];
   readonly decoder: Decoder;
   readonly rope: RotaryTables;
-  /**
-   * Most logits (floats) one {@link TfCausalLM.tokenLogProbs} pass materialises; rows beyond it
-   * are scored in further passes (wasm's heap stops near 4 GB). Default 64 M floats (256 MB).
-   */
-  logitsBudget = 64 * 1024 * 1024;
   /** How passes over this model bound their memory (see {@link ModelMemoryOptions}). */
   memory: ModelMemoryOptions = {
     attentionBlockBytes: DEFAULT_ATTENTION_BLOCK_BYTES,
@@ -173,34 +169,44 @@ export class TfCausalLM implements CausalLM {
     if (promptIds.length !== completionIds.length) {
       throw new Error(`tokenLogProbs: ${promptIds.length} prompts but ${completionIds.length} completions`);
     }
-    // Rows go in groups whose completion logits stay under a budget (large vocabularies on wasm's 4 GB heap).
+    // Rows go in micro-batches that fit the memory budget (no tape: activations of one layer at a time).
+    const order = promptIds.map((_, i) => i);
+    const batches = planMicroBatches(this, order, (i) => ({ width: promptIds[i].length + completionIds[i].length, scored: completionIds[i].length }), {
+      label: 'scoring',
+      backward: false,
+    });
     const out: number[][] = [];
-    let start = 0;
-    while (start < promptIds.length) {
-      let end = start + 1;
-      let cmax = completionIds[start].length;
-      while (end < promptIds.length) {
-        const next = Math.max(cmax, completionIds[end].length);
-        if ((end + 1 - start) * next * this.vocabSize > this.logitsBudget) break;
-        cmax = next;
-        end++;
-      }
-      const t = tf.tidy(() => this.scoreCompletions(promptIds.slice(start, end), completionIds.slice(start, end)).tokenLogProbs);
+    for (const batch of batches) {
+      const t = tf.tidy(() => this.scoreCompletions(batch.map((i) => promptIds[i]), batch.map((i) => completionIds[i])).tokenLogProbs);
       const width = t.shape[1];
       const data = await t.data();
       t.dispose();
-      for (let i = start; i < end; i++) {
-        const r = i - start;
-        out.push(Array.from(data.subarray(r * width, r * width + completionIds[i].length)));
-      }
-      start = end;
+      batch.forEach((i, r) => out.push(Array.from(data.subarray(r * width, r * width + completionIds[i].length))));
     }
     return out;
   }
 
-  generate(promptIds: number[][], options: SamplingOptions): Promise<GenerationOutput> {
+  /**
+   * Samples with a KV cache. When all sequences at once would not fit the memory budget, the
+   * samples of each prompt are generated in smaller groups (same outputs' layout; the random
+   * stream is consumed group by group).
+   */
+  async generate(promptIds: number[][], options: SamplingOptions): Promise<GenerationOutput> {
     this.live();
-    return generateSequences(this, promptIds, options, 'cache');
+    const n = options.numReturnSequences ?? 1;
+    const width = Math.max(1, ...promptIds.map((p) => p.length));
+    const group = generationBatchSize(this, promptIds.length * n, width, options.maxNewTokens);
+    if (group >= promptIds.length * n) return generateSequences(this, promptIds, options, 'cache');
+    const out: GenerationOutput = { sequences: [], logProbs: [], finished: [] };
+    for (const prompt of promptIds) {
+      for (let done = 0; done < n; done += group) {
+        const part = await generateSequences(this, [prompt], { ...options, numReturnSequences: Math.min(group, n - done) }, 'cache');
+        out.sequences.push(...part.sequences);
+        out.logProbs.push(...part.logProbs);
+        out.finished.push(...part.finished);
+      }
+    }
+    return out;
   }
 
   /** Like {@link TfCausalLM.generate}, choosing the KV cache or whole-sequence recomputation (benchmarks, tests). */

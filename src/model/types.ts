@@ -1,6 +1,8 @@
 import type * as tf from '@tensorflow/tfjs';
 import type { Rng } from '../util/rng.js';
 
+export type { ModelMemoryOptions } from '../memory/settings.js';
+
 /** Architectures comlrl implements; `model_type` values of config.json map onto these. */
 export type Architecture = 'qwen2' | 'qwen3' | 'llama';
 
@@ -34,16 +36,6 @@ export interface GenerationOutput {
   logProbs: number[][];
   /** Whether the sequence ended on an EOS/stop id (false: ran into `maxNewTokens`). */
   finished: boolean[];
-}
-
-/** How a model's passes bound their memory; see `src/memory` for how trainers set them. */
-export interface ModelMemoryOptions {
-  /** Bytes one attention block's score buffers may take (queries are processed in blocks). */
-  attentionBlockBytes: number;
-  /** Bytes one chunk of vocabulary logits may take (scoring processes completion tokens in chunks). */
-  logitsChunkBytes: number;
-  /** Recompute each decoder layer in the backward pass instead of keeping its activations. */
-  recompute: boolean;
 }
 
 /** Differentiable teacher-forced scores of a batch of completions. */

@@ -16,9 +16,10 @@ import * as tf from '@tensorflow/tfjs';
 import { stopGradient } from '../../src/backend/ops.js';
 import { valueLoss } from '../../src/critic/losses.js';
 import type { ValueModel } from '../../src/critic/value-model.js';
+import { planMicroBatches } from '../../src/memory/plan.js';
 import type { CausalLM } from '../../src/model/types.js';
 import type { AdamW } from '../../src/optim/adamw.js';
-import { accumulateGradients, applyGradients, chunksOf, sequenceLossGradients, type ScoredCompletion, type SequenceLoss } from './loss.js';
+import { accumulateGradients, applyGradients, sequenceLossGradients, type ScoredCompletion, type SequenceLoss } from './loss.js';
 
 /** One actor sample of a minibatch. */
 export interface ActorRow extends ScoredCompletion {
@@ -145,8 +146,7 @@ export interface ValueRow {
  */
 function accumulate<R>(
   vars: readonly tf.Variable[],
-  rows: readonly R[],
-  chunkSize: number | null,
+  batches: readonly R[][],
   lossOf: (chunk: R[], report: (name: string, value: tf.Tensor) => void) => tf.Scalar,
   label: string,
 ): { grads: tf.NamedTensorMap; loss: number; reports: Map<string, number> } {
@@ -156,7 +156,7 @@ function accumulate<R>(
   };
   const g = accumulateGradients(
     vars,
-    chunksOf(rows, chunkSize),
+    batches,
     (chunk) => lossOf(chunk, report),
     (v, n) => `${label}: the loss is ${v} (non-finite) on a chunk of ${n} samples; check rewards and values for NaN/Infinity or lower the learning rate`,
   );
@@ -183,8 +183,12 @@ export function criticStep(
   const predictions: number[] = [];
   const g = accumulate(
     critic.ownVariables(),
-    rows,
-    options.chunkSize,
+    planMicroBatches(critic.backbone, rows, (r) => ({ width: r.criticIds.length, scored: 0 }), {
+      label: `${options.label}: critic values`,
+      backward: true,
+      maxRows: options.chunkSize,
+      extraTrainable: critic.head.trainableVariables(),
+    }),
     (chunk, report) => {
       const v = critic.values(chunk.map((r) => [...r.criticIds]));
       predictions.push(...(v.dataSync() as Float32Array));
@@ -231,8 +235,13 @@ export function sharedStep(
   for (const r of rows) if (r.completionIds.length === 0) throw new Error(`${options.label}: an empty completion cannot be scored`);
   const g = accumulate(
     [...model.trainableVariables(), ...critic.head.trainableVariables()],
-    rows,
-    options.chunkSize,
+    // Both passes of a row run on the one backbone: the wider input bounds the row.
+    planMicroBatches(model, rows, (r) => ({ width: Math.max(r.promptIds.length + r.completionIds.length, r.criticIds.length) * 2, scored: r.completionIds.length }), {
+      label: `${options.label}: scoring and critic values`,
+      backward: true,
+      maxRows: options.chunkSize,
+      extraTrainable: critic.head.trainableVariables(),
+    }),
     (chunk, report) => {
       const scores = model.scoreCompletions(
         chunk.map((r) => [...r.promptIds]),

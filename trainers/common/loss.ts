@@ -4,6 +4,8 @@
  * those sums, and take one optimizer step on the summed gradients.
  */
 import * as tf from '@tensorflow/tfjs';
+import { sampleMemory } from '../../src/logging/memory.js';
+import { planMicroBatches } from '../../src/memory/plan.js';
 import type { CausalLM } from '../../src/model/types.js';
 import type { AdamW } from '../../src/optim/adamw.js';
 import { clipGradNorm, sumOfSquares } from '../../src/optim/clip.js';
@@ -28,7 +30,10 @@ export type SequenceLoss<R extends ScoredCompletion> = (seqLogProbs: tf.Tensor1D
 
 /** Options of {@link sequenceLossGradients}. */
 export interface SequenceLossOptions<R extends ScoredCompletion> {
-  /** Rows per forward/backward pass (bounds memory; the gradients are summed). Default: all at once. */
+  /**
+   * At most this many rows per forward/backward pass (gradients are summed over passes). Default:
+   * as many as the memory budget allows (see `src/memory`).
+   */
   chunkSize?: number | null;
   /** Rows that contribute nothing (e.g. zero advantage); they are not scored. */
   skip?: (row: R) => boolean;
@@ -44,14 +49,6 @@ export interface SequenceLossGradients {
   readonly loss: number;
   readonly rowsScored: number;
   readonly tokensScored: number;
-}
-
-/** `rows` cut into chunks of `size` (the last may be shorter); null or 0: one chunk of all rows. */
-export function chunksOf<R>(rows: readonly R[], size: number | null | undefined): R[][] {
-  const n = size && size > 0 ? size : Math.max(rows.length, 1);
-  const out: R[][] = [];
-  for (let i = 0; i < rows.length; i += n) out.push(rows.slice(i, i + n));
-  return out;
 }
 
 /**
@@ -72,6 +69,7 @@ export function accumulateGradients<R>(
   try {
     for (const chunk of chunks) {
       const { value, grads } = tf.variableGrads(() => tf.tidy(() => lossOf(chunk)), [...vars]);
+      sampleMemory();
       const v = value.dataSync()[0];
       value.dispose();
       if (!Number.isFinite(v)) {
@@ -116,7 +114,11 @@ export function sequenceLossGradients<R extends ScoredCompletion>(
   }
   const g = accumulateGradients(
     model.trainableVariables(),
-    chunksOf(scored, options.chunkSize),
+    planMicroBatches(model, scored, (r) => ({ width: r.promptIds.length + r.completionIds.length, scored: r.completionIds.length }), {
+      label: `${label}: scoring`,
+      backward: true,
+      maxRows: options.chunkSize,
+    }),
     (chunk) => {
       const scores = model.scoreCompletions(
         chunk.map((r) => [...r.promptIds]),
