@@ -14,6 +14,7 @@ import { benchModel, writeBenchModel, BENCH_SHAPE } from './model.js';
 import { benchTldrHouseBuild } from './rewards.js';
 import { benchCoopHE } from './coophe.js';
 import { benchMagrpoStep } from './magrpo.js';
+import { benchExampleConfigs, printConfigTable } from './configs.js';
 
 type Figures = Record<string, number>;
 
@@ -59,6 +60,8 @@ function section(title: string, figures: Figures): void {
 async function main(): Promise<void> {
   const only = new Set(process.argv.slice(2));
   const want = (name: string): boolean => only.size === 0 || only.has(name);
+  // Long runs (minutes): only when named.
+  if (only.has('configs')) printConfigTable(await benchExampleConfigs());
   console.log(`# comlrl benchmark (${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version})`);
 
   if (want('model')) {
