@@ -24,9 +24,12 @@ export const QWEN3_TOKENIZER_SHA256 = 'aeb13307a71acd8fe81861d94ad54ab689df77331
 /** Ids of the Qwen3 tokenizer: 151,643 BPE tokens + 26 added ones; config.json as published. */
 export const QWEN3_TOKENIZER_INFO: TinyTokenizerInfo = { vocabSize: 151669, eosTokenId: 151645, padTokenId: 151643, bosTokenId: 151643 };
 
-/** Where the package's tokenizer files are, or an error saying how to get them. */
-export function qwen3TokenizerFiles(): { tokenizerJson: string; tokenizerConfig: string } {
-  const require = createRequire(import.meta.url);
+/**
+ * Where the package's tokenizer files are, or an error saying how to get them. `from` is the
+ * module location resolution starts at (default: this module).
+ */
+export function qwen3TokenizerFiles(from: string = import.meta.url): { tokenizerJson: string; tokenizerConfig: string } {
+  const require = createRequire(from);
   try {
     return {
       tokenizerJson: require.resolve(`${QWEN3_TOKENIZER_PACKAGE}/models/tokenizer.json`),
