@@ -6,7 +6,7 @@
  * log-probs; weights are streamed deterministically.
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
@@ -164,4 +164,16 @@ test('createTinyModel validates its options', async () => {
   await expect(createTinyModel({ dir: join(root, 'v'), seed: 0 })).rejects.toThrow(/give arch .* or like/);
   await expect(createTinyModel({ dir: join(root, 'v'), seed: 0, like: 'qwen9' as TinyModelPreset })).rejects.toThrow(/like must be one of/);
   await expect(createTinyModel({ dir: join(root, 'v'), seed: 0, arch: 'qwen3', words: ['a'] })).rejects.toThrow(/words needs tokenizer 'word'/);
+});
+
+test('a failed weight write leaves no model.safetensors behind', async () => {
+  const { writeSafetensorsStreamed } = await import('../src/model/safetensors-stream.js');
+  const file = join(root, 'broken.safetensors');
+  expect(() =>
+    writeSafetensorsStreamed(file, [{ name: 'w', shape: [4, 4] }], 'BF16', () => {
+      throw new Error('interrupted');
+    }),
+  ).toThrow('interrupted');
+  expect(existsSync(file)).toBe(false);
+  expect(existsSync(`${file}.partial`)).toBe(false);
 });

@@ -23,7 +23,8 @@ const WIDTH: Record<SafetensorsDtype, number> = { F32: 4, F16: 2, BF16: 2 };
  * must fill `chunk` with the values `start .. start + chunk.length` of `tensor` (chunks arrive in
  * file order, tensor after tensor). The header is the same as `writeSafetensors` writes for the
  * same tensors, so small files are byte-identical to it; files of any size need only one chunk
- * of memory. Returns the file size in bytes.
+ * of memory. The file is written as `path.partial` and renamed when complete, so an interrupted
+ * write never leaves a `path` that looks whole. Returns the file size in bytes.
  */
 export function writeSafetensorsStreamed(
   path: string,
@@ -51,7 +52,9 @@ export function writeSafetensorsStreamed(
   len.writeBigUInt64LE(BigInt(jsonBytes.length));
   const buffer = new Float32Array(chunkSize);
   let written = 0;
-  const fd = fs.openSync(path, 'w');
+  const partial = `${path}.partial`;
+  const fd = fs.openSync(partial, 'w');
+  let done = false;
   try {
     writeAll(fd, len);
     writeAll(fd, jsonBytes);
@@ -69,9 +72,12 @@ export function writeSafetensorsStreamed(
         options.onProgress?.(written, total);
       }
     }
+    done = true;
   } finally {
     fs.closeSync(fd);
+    if (!done) fs.rmSync(partial, { force: true });
   }
+  fs.renameSync(partial, path);
   return 8 + jsonBytes.length + total;
 }
 
