@@ -54,6 +54,14 @@ describe('--like presets equal the published config.json', () => {
     });
   }
 
+  test('with the real Qwen tokenizer the Qwen presets write the published file, plus pad_token_id', () => {
+    for (const preset of ['qwen3-0.6b', 'qwen3-1.7b', 'qwen2.5-3b'] as const) {
+      const { pad_token_id, ...rest } = tinyModelConfig({ like: preset }, QWEN3_TOKENIZER_INFO);
+      expect(rest, preset).toEqual(JSON.parse(readFileSync(join(REAL, FILE[preset]), 'utf8')));
+      expect(pad_token_id).toBe(151643);
+    }
+  });
+
   test('parameter counts: hand derivation and the model cards', () => {
     // Per layer: q, k, v, o projections + gate/up/down + two RMSNorms (+ q/k norms, + qkv biases).
     const layer = (h: number, nh: number, kv: number, d: number, i: number, extra: number) => h * nh * d + 2 * h * kv * d + nh * d * h + 3 * h * i + 2 * h + extra;
