@@ -133,18 +133,27 @@ describe('the CLI', () => {
   }, 60_000);
 
   test('flags override --like; same options, same bytes', async () => {
-    const args = (out: string, seed: string) => ['tiny-model', '--like', 'llama-3.2-1b', '--layers', '2', '--hidden', '64', '--intermediate', '96', '--heads', '4', '--kv-heads', '2', '--head-dim', '16', '--no-tie', '--dtype', 'float32', '--seed', seed, '--out', out];
+    const args = (out: string, seed: string) => ['tiny-model', '--like', 'llama-3.2-1b', '--layers', '2', '--hidden', '64', '--intermediate', '96', '--heads', '4', '--kv-heads', '2', '--head-dim', '16', '--no-tie', '--dtype', 'float32', '--vocab', '16384', '--seed', seed, '--out', out];
     const [a, b, c] = ['a', 'b', 'c'].map((n) => join(root, `llama-${n}`));
     expect((await cli(args(a, '3'))).code).toBe(0);
     expect((await cli(args(b, '3'))).code).toBe(0);
     expect((await cli(args(c, '4'))).code).toBe(0);
     const cfg = parseDecoderConfig(JSON.parse(readFileSync(join(a, 'config.json'), 'utf8')));
-    expect(cfg).toMatchObject({ architecture: 'llama', numLayers: 2, hiddenSize: 64, intermediateSize: 96, numHeads: 4, numKvHeads: 2, headDim: 16, tieWordEmbeddings: false, vocabSize: 128256, rmsNormEps: 1e-5, ropeTheta: 500000 });
+    expect(cfg).toMatchObject({ architecture: 'llama', numLayers: 2, hiddenSize: 64, intermediateSize: 96, numHeads: 4, numKvHeads: 2, headDim: 16, tieWordEmbeddings: false, vocabSize: 16384, rmsNormEps: 1e-5, ropeTheta: 500000 });
     expect(cfg.ropeScaling).toMatchObject({ type: 'llama3' });
-    expect(readSafetensorsHeader(join(a, 'model.safetensors')).entries.get('lm_head.weight')).toMatchObject({ dtype: 'F32', shape: [128256, 64] });
+    expect(readSafetensorsHeader(join(a, 'model.safetensors')).entries.get('lm_head.weight')).toMatchObject({ dtype: 'F32', shape: [16384, 64] });
     const sha = (d: string) => createHash('sha256').update(readFileSync(join(d, 'model.safetensors'))).digest('hex');
     expect(sha(a)).toBe(sha(b));
     expect(sha(a)).not.toBe(sha(c));
+    // Llama 3 rope scaling, untied head: loads and scores finitely.
+    const tok = await loadTokenizer(a);
+    const m = await loadCausalLM(a);
+    try {
+      const lp = (await m.tokenLogProbs([tok.encode('The cat sat')], [tok.encode(' on the mat')]))[0];
+      expect(lp.every((x) => Number.isFinite(x) && Math.abs(x + Math.log(16384)) < 1)).toBe(true);
+    } finally {
+      m.dispose();
+    }
   }, 60_000);
 
   test('usage errors', async () => {
