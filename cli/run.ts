@@ -33,7 +33,7 @@ import type { MetricRecord } from '../trainers/common/metrics.js';
 import { yieldToEventLoop } from './interrupt.js';
 import { outputDirProblem } from './paths.js';
 import { testPause } from './test-pause.js';
-import { episodeReward, setupTask, splitOf, type AnyEpisode, type TaskSetup } from './tasks.js';
+import { episodeReward, setupTask, splitOf, splitOverlapWarning, type AnyEpisode, type TaskSetup } from './tasks.js';
 import {
   buildTrainer,
   cursorStep,
@@ -355,6 +355,8 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
     const s = splitOf(config, 'eval');
     log(`[comlrl] warning: ${s.key} '${s.spec}' selects no rows from ${s.from}; training runs without evaluation`);
   }
+  const overlap = evalConfigured ? splitOverlapWarning(config, task) : undefined;
+  if (overlap !== undefined) log(`[comlrl] ${overlap}`);
   const counter = new TokenCounter();
   let muted = false;
   let logger: MetricsLogger | null = null;

@@ -16,7 +16,7 @@ import { commandArgs, formatUsage, intOpt, listOpt, stringOpt, UsageError, type 
 import type { CommandContext } from '../main.js';
 import { outputFileProblem } from '../paths.js';
 import { RUN_FILES } from '../run.js';
-import { episodeReward, setupTask, splitOf, type AnyEpisode } from '../tasks.js';
+import { episodeReward, setupTask, splitOf, splitOverlapWarning, type AnyEpisode } from '../tasks.js';
 import { loadAgents, numAgentsOf, sourcesFromConfig } from '../trainer.js';
 import { loadConfig } from './train.js';
 
@@ -114,6 +114,8 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
         const s = splitOf(config, 'eval');
         throw new Error(`the eval split is empty: ${s.key} '${s.spec}' selects no rows from ${s.from}`);
       }
+      const overlap = splitOverlapWarning(config, task);
+      if (overlap !== undefined) ctx.err(`[comlrl eval] ${overlap}`);
       const tc = config.trainerConfig;
       const numTurns = Number(tc.num_turns ?? 1);
       const repeated = items.flatMap((it) => Array.from({ length: samples }, () => it));
