@@ -324,11 +324,11 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
   if (dirProblem !== undefined) throw new Error(dirProblem);
   if (!resume && !restart && (await isNonEmptyRun(runDir))) {
     const none = (await listCheckpoints(path.join(runDir, RUN_FILES.checkpoints))).length === 0;
-    const how = none ? `comlrl train --resume ${runDir} starts it again from step 0 (it has no checkpoint yet)` : `continue it with comlrl train --resume ${runDir}`;
+    const how = none ? `--resume ${runDir} starts it again from step 0 (it has no checkpoint yet)` : `continue it with --resume ${runDir}`;
     throw new Error(
       outOption === 'output.dir'
         ? `output directory ${runDir} already holds a run; ${how}, or set output.dir to a new directory`
-        : `output directory ${runDir} already holds a run; ${how}, or ${choose}`,
+        : `output directory ${runDir} already holds a run; ${choose}`,
     );
   }
   if (resume && config.output.dir != null && path.resolve(config.output.dir) !== runDir) {
@@ -562,14 +562,9 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       // Written like a checkpoint (temporary folder, manifest, rename): a kill mid-write leaves no
       // final/ at all, and resume / eval verify the one they find.
       await writeCheckpointAtomically(finalDir, { step, configHash: hash }, async (tmp) => {
-        muted = true;
-        try {
-          await trainer.save(tmp);
-          if (config.output.save_dtype !== 'float32') {
-            for (let i = 0; i < trainer.agents.length; i++) await trainer.agents[i].model.save(path.join(tmp, `agent_${i}`), { dtype: config.output.save_dtype });
-          }
-        } finally {
-          muted = false;
+        await trainer.save(tmp);
+        if (config.output.save_dtype !== 'float32') {
+          for (let i = 0; i < trainer.agents.length; i++) await trainer.agents[i].model.save(path.join(tmp, `agent_${i}`), { dtype: config.output.save_dtype });
         }
         await testPause('final-write', step);
       });

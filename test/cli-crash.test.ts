@@ -117,6 +117,21 @@ test('kill -9 while final/ is written: no truncated final/; resume rebuilds it e
   expect(again.err).toMatch(/already complete \(step 16\/16\)/);
 });
 
+test('kill -9 while final/ is written, with a checkpoint at the last step: resume rebuilds final/ from it without training', async () => {
+  const run = join(root, 'kill-final-at-end');
+  const child = spawnCli(['train', '--config', configFile, '--set', `output.dir=${run}`, '--set', 'output.save_steps=8'], { COMLRL_TEST_PAUSE_AT: 'final-write', COMLRL_TEST_PAUSE_MS: '60000' });
+  await child.waitFor(/\[comlrl-test\] paused at final-write step 16/);
+  child.proc.kill('SIGKILL');
+  await child.exit;
+  expect(await stepCheckpoints(run)).toEqual(['step-000008', 'step-000016']);
+  const r = await cli(['train', '--resume', run]);
+  expect(r.code, r.err).toBe(0);
+  expect(r.err).toMatch(/final\/ of .* is missing or incomplete: rebuilding it from .*step-000016/);
+  // No training step runs: the progress bar starts, and stays, at 16/16.
+  expect(r.err).not.toMatch(/^magrpo (\d|1[0-5])\/16/m);
+  expect(await finalHashes(run)).toEqual(reference);
+});
+
 test('kill -9 during the first checkpoint write: a rerun says how to proceed; --resume starts again from step 0', async () => {
   const run = join(root, 'kill-first-ckpt');
   const child = spawnCli(['train', '--config', configFile, '--set', `output.dir=${run}`], { COMLRL_TEST_PAUSE_AT: 'checkpoint-write', COMLRL_TEST_PAUSE_MS: '60000' });
@@ -127,7 +142,7 @@ test('kill -9 during the first checkpoint write: a rerun says how to proceed; --
 
   const rerun = await cli(['train', '--config', configFile, '--set', `output.dir=${run}`]);
   expect(rerun.code).toBe(1);
-  expect(rerun.err).toContain(`already holds a run; comlrl train --resume ${run} starts it again from step 0 (it has no checkpoint yet)`);
+  expect(rerun.err).toContain(`already holds a run; --resume ${run} starts it again from step 0 (it has no checkpoint yet)`);
   const r = await cli(['train', '--resume', run]);
   expect(r.code, r.err).toBe(0);
   expect(r.err).toMatch(/has no checkpoint yet \(the run stopped before its first one\): starting it again from step 0/);
