@@ -191,6 +191,27 @@ test('a second Ctrl-C during the checkpoint write waits for it, says so, and lea
   expect(await finalHashes(run)).toEqual(reference);
 });
 
+test('two Ctrl-C while final/ is written: the write completes, nothing is lost, the run is complete', async () => {
+  const run = join(root, 'double-final');
+  const child = spawnCli(['train', '--config', configFile, '--set', `output.dir=${run}`], { COMLRL_TEST_PAUSE_AT: 'final-write', COMLRL_TEST_PAUSE_MS: '3000' });
+  await child.waitFor(/\[comlrl-test\] paused at final-write step 16/);
+  child.proc.kill('SIGINT');
+  await child.waitFor(/\[comlrl\] interrupt: /);
+  child.proc.kill('SIGINT');
+  const { code } = await child.exit;
+  const err = child.stderr();
+  expect(code, err).toBe(130);
+  expect(err).toMatch(/a checkpoint is being written; quitting as soon as it is complete/);
+  await verifyCheckpoint(join(run, 'final'));
+  expect(await finalHashes(run)).toEqual(reference);
+  const evals = JSON.parse(await readFile(join(run, 'eval.json'), 'utf8')) as { before?: unknown; after?: unknown };
+  expect(evals.before).toBeDefined();
+  expect(evals.after).toBeDefined();
+  const again = await cli(['train', '--resume', run]);
+  expect(again.code, again.err).toBe(0);
+  expect(again.err).toMatch(/already complete \(step 16\/16\)/);
+});
+
 test('SIGTERM stops `demo` with a checkpoint and a resume hint (exit 130)', async () => {
   const out = join(root, 'demo');
   const child = spawnCli(['demo', '--steps', '32', '--out', out, '--cache', join(root, 'cache')]);
