@@ -455,7 +455,8 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
         if (/^\.step-\d+\.tmp-/.test(name)) await fs.rm(path.join(ckptDir, name), { recursive: true, force: true });
       }
       await cleanInterruptedWrites(path.join(runDir, RUN_FILES.final));
-      if (restart) await fs.rm(path.join(runDir, RUN_FILES.eval), { force: true });
+      // A restart replaces what the stopped attempt left (an incomplete final/ is not a result).
+      if (restart) for (const f of [RUN_FILES.eval, RUN_FILES.final]) await fs.rm(path.join(runDir, f), { recursive: true, force: true });
     }
     const elapsedBefore = resume?.elapsedS ?? 0;
     const tokensBefore = resume?.tokens ?? 0;
