@@ -32,7 +32,7 @@ import { ProgressBar, type ProgressStream } from '../src/logging/progress.js';
 import type { MetricRecord } from '../trainers/common/metrics.js';
 import { yieldToEventLoop } from './interrupt.js';
 import { outputDirProblem } from './paths.js';
-import { testPause } from './test-pause.js';
+import { testPause, testPauseBlocking } from './test-pause.js';
 import { episodeReward, setupTask, splitOf, splitOverlapWarning, type AnyEpisode, type TaskSetup } from './tasks.js';
 import {
   buildTrainer,
@@ -537,6 +537,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       if (options.stopAfter !== undefined && step >= options.stopAfter) throw new StopRun();
       await trainer.train(async () => {
         step = cursorStep(trainer.cursor, trainer.itemsPerEpoch);
+        testPauseBlocking('item-end', step);
         // Let a pending Ctrl-C / SIGTERM handler run: the item's tensor work never yields.
         await yieldToEventLoop();
         if (!config.output.verbose) bar.update(step, barInfo());

@@ -85,7 +85,7 @@ beforeAll(async () => {
   const agents = await tinyModels(root, ['a0', 'a1']);
   configFile = join(root, 'run.yaml');
   // 8 items × 2 epochs = 16 steps; checkpoints every 6 (steps 6, 12): the last one is before the end.
-  await writeFile(configFile, toyConfigYaml({ agents, out: join(root, 'unused'), trainItems: 8, output: { save_steps: 6 } }));
+  await writeFile(configFile, toyConfigYaml({ agents, out: join(root, 'unused'), trainItems: 8, section: { eval_interval: 0 }, output: { save_steps: 6 } }));
   const ref = await cli(['train', '--config', configFile, '--set', `output.dir=${join(root, 'reference')}`]);
   expect(ref.code, ref.err).toBe(0);
   reference = await finalHashes(join(root, 'reference'));
@@ -153,8 +153,9 @@ test('kill -9 during the first checkpoint write: a rerun says how to proceed; --
 
 test('Ctrl-C with no checkpoint due stops at the next item with a checkpoint, exit 130; resume matches', async () => {
   const run = join(root, 'sigint');
-  const child = spawnCli(['train', '--config', configFile, '--set', `output.dir=${run}`, '--set', 'output.save_steps=1000']);
-  await child.waitFor(/^magrpo [1-9]\d*\/16/m);
+  // The process blocks after item 3 as a long item's tensor work would; the signal lands then.
+  const child = spawnCli(['train', '--config', configFile, '--set', `output.dir=${run}`, '--set', 'output.save_steps=1000'], { COMLRL_TEST_PAUSE_AT: 'item-end@3', COMLRL_TEST_PAUSE_MS: '1000' });
+  await child.waitFor(/\[comlrl-test\] paused at item-end step 3/);
   child.proc.kill('SIGINT');
   const { code } = await child.exit;
   const err = child.stderr();
@@ -163,7 +164,7 @@ test('Ctrl-C with no checkpoint due stops at the next item with a checkpoint, ex
   const m = /stopped at step (\d+)\/16 \(checkpoint written\); continue with: comlrl train --resume (\S+)/.exec(err);
   expect(m, err).not.toBeNull();
   const step = Number(m?.[1]);
-  expect(step).toBeLessThan(16);
+  expect(step).toBe(3);
   expect(err).toContain(`[comlrl] checkpoint: ${join(run, 'checkpoints', `step-${String(step).padStart(6, '0')}`)}`);
   expect(await stepCheckpoints(run)).toEqual([`step-${String(step).padStart(6, '0')}`]);
   const r = await cli(['train', '--resume', run]);
@@ -173,8 +174,8 @@ test('Ctrl-C with no checkpoint due stops at the next item with a checkpoint, ex
 
 test('a second Ctrl-C during the checkpoint write waits for it, says so, and leaves a complete checkpoint', async () => {
   const run = join(root, 'double');
-  const child = spawnCli(['train', '--config', configFile, '--set', `output.dir=${run}`, '--set', 'output.save_steps=1000'], { COMLRL_TEST_PAUSE_AT: 'checkpoint-write', COMLRL_TEST_PAUSE_MS: '3000' });
-  await child.waitFor(/^magrpo [1-9]\d*\/16/m);
+  const child = spawnCli(['train', '--config', configFile, '--set', `output.dir=${run}`, '--set', 'output.save_steps=1000'], { COMLRL_TEST_PAUSE_AT: 'item-end@5,checkpoint-write', COMLRL_TEST_PAUSE_MS: '1500' });
+  await child.waitFor(/\[comlrl-test\] paused at item-end step 5/);
   child.proc.kill('SIGINT');
   await child.waitFor(/\[comlrl-test\] paused at checkpoint-write/);
   child.proc.kill('SIGINT');
@@ -183,9 +184,8 @@ test('a second Ctrl-C during the checkpoint write waits for it, says so, and lea
   expect(code, err).toBe(130);
   expect(err).toMatch(/interrupt again: a checkpoint is being written; quitting as soon as it is complete/);
   expect(err).toMatch(/checkpoint complete; quitting/);
-  const ckpts = await stepCheckpoints(run);
-  expect(ckpts.length).toBe(1);
-  await verifyCheckpoint(join(run, 'checkpoints', ckpts[0]));
+  expect(await stepCheckpoints(run)).toEqual(['step-000005']);
+  await verifyCheckpoint(join(run, 'checkpoints', 'step-000005'));
   const r = await cli(['train', '--resume', run]);
   expect(r.code, r.err).toBe(0);
   expect(await finalHashes(run)).toEqual(reference);
@@ -214,25 +214,26 @@ test('two Ctrl-C while final/ is written: the write completes, nothing is lost, 
 
 test('SIGTERM stops `demo` with a checkpoint and a resume hint (exit 130)', async () => {
   const out = join(root, 'demo');
-  const child = spawnCli(['demo', '--steps', '32', '--out', out, '--cache', join(root, 'cache')]);
-  await child.waitFor(/^demo magrpo [1-9]\d*\/32/m);
+  const child = spawnCli(['demo', '--steps', '32', '--out', out, '--cache', join(root, 'cache')], { COMLRL_TEST_PAUSE_AT: 'item-end@4', COMLRL_TEST_PAUSE_MS: '1000' });
+  await child.waitFor(/\[comlrl-test\] paused at item-end step 4/);
   child.proc.kill('SIGTERM');
   const { code } = await child.exit;
   const err = child.stderr();
   expect(code, err).toBe(130);
   expect(err).toMatch(/interrupt \(SIGTERM\): stopping after the current item and writing a checkpoint/);
   expect(err).toMatch(/continue with: comlrl train --resume /);
-  expect((await stepCheckpoints(out)).length).toBe(1);
+  expect(await stepCheckpoints(out)).toEqual(['step-000004']);
 });
 
 test('Ctrl-C during `eval` stops at the next batch with exit 130 and writes nothing; eval shows progress', async () => {
   const report = join(root, 'eval.json');
-  const child = spawnCli(['eval', '--config', configFile, '--samples', '256', '--out', report]);
+  const child = spawnCli(['eval', '--config', configFile, '--samples', '256', '--out', report], { COMLRL_TEST_PAUSE_AT: 'eval-batch@8', COMLRL_TEST_PAUSE_MS: '1000' });
   await child.waitFor(/^eval [1-9]\d*\/1024/m);
+  await child.waitFor(/\[comlrl-test\] paused at eval-batch step 8/);
   child.proc.kill('SIGINT');
   const { code } = await child.exit;
   const err = child.stderr();
   expect(code, err).toBe(130);
-  expect(err).toMatch(/interrupted after \d+ of 1024 episodes; nothing written/);
+  expect(err).toMatch(/interrupted after 8 of 1024 episodes; nothing written/);
   expect(existsSync(report)).toBe(false);
 });

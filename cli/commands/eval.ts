@@ -9,6 +9,7 @@ import { initBackend } from '../../src/backend/init.js';
 import { CheckpointError, listCheckpoints, MANIFEST_FILE, verifyCheckpoint, writeFileAtomically } from '../../src/checkpoint/atomic.js';
 import { ProgressBar } from '../../src/logging/progress.js';
 import { handleInterrupts, yieldToEventLoop } from '../interrupt.js';
+import { testPauseBlocking } from '../test-pause.js';
 import { formatNumber } from '../../src/logging/format.js';
 import { rngFor } from '../../src/util/rng.js';
 import { runEvalEpisodes } from '../../trainers/common/eval.js';
@@ -149,6 +150,7 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
           });
           episodes.push(...eps);
           bar.update(episodes.length, { reward: episodes.reduce((s, e) => s + episodeReward(e), 0) / episodes.length });
+          testPauseBlocking('eval-batch', episodes.length);
           await yieldToEventLoop();
           if (interrupts.signal.aborted && episodes.length < repeated.length) {
             bar.finish();
