@@ -571,6 +571,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
         await testPause('final-write', step);
       });
     }
+    if (completed && options.signal?.aborted === true) log('[comlrl] the interrupt came after the last training item: the run finished and its results are written');
     const plots = config.output.plots ? (await writePlots(runDir, logger.rows(), { title: `${config.dataset.task} · ${config.trainer}` })).flatMap((p) => [p.png, p.svg]) : [];
     const seconds = elapsedBefore + (performance.now() - t0) / 1000;
     const mem = peakMemory();
