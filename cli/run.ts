@@ -20,7 +20,7 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { stringify as yamlStringify } from 'yaml';
 import { initBackend, type BackendName } from '../src/backend/init.js';
-import { CheckpointError, checkpointName, listCheckpoints, verifyCheckpoint, writeCheckpointAtomically, MANIFEST_FILE } from '../src/checkpoint/atomic.js';
+import { CheckpointError, checkpointName, cleanInterruptedWrites, listCheckpoints, verifyCheckpoint, writeCheckpointAtomically, writeFileAtomically, MANIFEST_FILE } from '../src/checkpoint/atomic.js';
 import { OPTIMIZER_STATE_FILE, readTrainerState, TRAINER_STATE_FILE, writeTrainerState } from '../src/checkpoint/state.js';
 import { configHash, stableStringify } from '../src/config/hash.js';
 import { memorySettingsOf, runConfigIdentity, runConfigToDocument, type RunConfig } from '../src/config/schema.js';
@@ -31,8 +31,10 @@ import { MetricsLogger, readMetrics, type MetricValue } from '../src/logging/met
 import { writePlots } from '../src/logging/plots.js';
 import { ProgressBar, type ProgressStream } from '../src/logging/progress.js';
 import type { MetricRecord } from '../trainers/common/metrics.js';
+import { yieldToEventLoop } from './interrupt.js';
 import { outputDirProblem } from './paths.js';
-import { episodeReward, setupTask, splitOf, type AnyEpisode, type TaskSetup } from './tasks.js';
+import { testPause, testPauseBlocking } from './test-pause.js';
+import { episodeReward, setupTask, splitOf, splitOverlapWarning, type AnyEpisode, type TaskSetup } from './tasks.js';
 import {
   buildTrainer,
   cursorStep,
@@ -63,6 +65,11 @@ export interface RunOptions {
   readonly config: RunConfig;
   /** A checkpoint directory to continue from (see {@link resolveResume}). */
   readonly resume?: ResumePoint;
+  /**
+   * A run directory that has no checkpoint yet (see {@link NoCheckpointError}): the run starts again
+   * from step 0 in it, replacing what the stopped attempt left.
+   */
+  readonly restartIn?: string;
   /** Stop (as if interrupted, writing a checkpoint) once the run reaches this step. */
   readonly stopAfter?: number;
   /** Aborting it stops the run at the next item boundary, with a checkpoint. */
@@ -124,6 +131,14 @@ export interface ResumePoint {
   readonly tokens: number;
 }
 
+/** `--resume` of a run directory that holds no checkpoint yet (the run stopped before its first one). */
+export class NoCheckpointError extends CheckpointError {
+  constructor(readonly runDir: string) {
+    super(`no checkpoint under ${path.join(runDir, RUN_FILES.checkpoints)} yet`, runDir);
+    this.name = 'NoCheckpointError';
+  }
+}
+
 class StopRun extends Error {
   constructor() {
     super('stop requested');
@@ -166,7 +181,10 @@ export async function resolveResume(dir: string, config: RunConfig): Promise<Res
     runDir = path.dirname(path.dirname(abs));
   } else {
     const found = await listCheckpoints(path.join(abs, RUN_FILES.checkpoints));
-    if (found.length === 0) throw new CheckpointError(`no checkpoints under ${path.join(abs, RUN_FILES.checkpoints)} (set output.save_steps to write them)`, abs);
+    if (found.length === 0) {
+      if (await isNonEmptyRun(abs)) throw new NoCheckpointError(abs);
+      throw new CheckpointError(`not a run directory: no ${RUN_FILES.config}, ${RUN_FILES.run}, ${RUN_FILES.metrics} or ${RUN_FILES.checkpoints}/ there`, abs);
+    }
     checkpoint = found[0];
     runDir = abs;
   }
@@ -242,9 +260,26 @@ export function defaultRunDir(config: RunConfig): string {
   return path.resolve(config.output.dir ?? path.join('runs', `${config.dataset.task}-${config.trainer}-${timestamp()}`));
 }
 
+/** The first line of the config.yaml a run writes (it tells a run's config from a user's own file). */
+const RUN_CONFIG_HEADER = '# comlrl run config (resolved';
+
 async function isNonEmptyRun(dir: string): Promise<boolean> {
-  for (const f of [RUN_FILES.metrics, RUN_FILES.run, RUN_FILES.checkpoints]) if (existsSync(path.join(dir, f))) return true;
-  return false;
+  for (const f of [RUN_FILES.metrics, RUN_FILES.run, RUN_FILES.checkpoints, RUN_FILES.final]) if (existsSync(path.join(dir, f))) return true;
+  // A run killed right after writing its config.yaml.
+  const cfg = runDirConfigFile(dir);
+  return existsSync(cfg) && (await fs.readFile(cfg, 'utf8').catch(() => '')).startsWith(RUN_CONFIG_HEADER);
+}
+
+/** Reads a JSON file of the run directory; a missing or unreadable one (e.g. cut short by an older version) is `{}`. */
+async function readRunJson<T extends object>(file: string, log: (line: string) => void): Promise<Partial<T>> {
+  if (!existsSync(file)) return {};
+  try {
+    const v: unknown = JSON.parse(await fs.readFile(file, 'utf8'));
+    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Partial<T>) : {};
+  } catch {
+    log(`[comlrl] warning: ${file} is unreadable (cut short by a crash?); it is written again`);
+    return {};
+  }
 }
 
 /** Mean of the summed rewards of eval episodes. */
@@ -287,15 +322,18 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
   const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const t0 = performance.now();
   const resume = options.resume;
-  const runDir = resume ? resume.runDir : defaultRunDir(config);
+  const restart = options.restartIn !== undefined && !resume;
+  const runDir = resume ? resume.runDir : restart ? path.resolve(options.restartIn as string) : defaultRunDir(config);
   const outOption = options.outOption ?? 'output.dir';
   const choose = outOption === 'output.dir' ? 'set output.dir to a new directory' : `choose another ${outOption} DIR`;
   const dirProblem = outputDirProblem(runDir, outOption);
   if (dirProblem !== undefined) throw new Error(dirProblem);
-  if (!resume && (await isNonEmptyRun(runDir))) {
+  if (!resume && !restart && (await isNonEmptyRun(runDir))) {
+    const none = (await listCheckpoints(path.join(runDir, RUN_FILES.checkpoints))).length === 0;
+    const how = none ? `--resume ${runDir} starts it again from step 0 (it has no checkpoint yet)` : `continue it with --resume ${runDir}`;
     throw new Error(
       outOption === 'output.dir'
-        ? `output directory ${runDir} already holds a run; continue it with --resume ${runDir}, or set output.dir to a new directory`
+        ? `output directory ${runDir} already holds a run; ${how}, or set output.dir to a new directory`
         : `output directory ${runDir} already holds a run; ${choose}`,
     );
   }
@@ -303,7 +341,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
     log(`[comlrl] warning: output.dir ${config.output.dir} is ignored when resuming; the run continues in ${runDir}`);
   }
   const configPath = runDirConfigFile(runDir);
-  if (!resume && existsSync(configPath)) {
+  if (!resume && !restart && existsSync(configPath)) {
     // Probably the user's own config file: the resolved config would replace it (comments and all).
     throw new Error(`output directory ${runDir} already contains ${RUN_FILES.config} (${configPath}), which this run would overwrite with its resolved config; ${choose}, or move that file elsewhere`);
   }
@@ -324,6 +362,8 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
     const s = splitOf(config, 'eval');
     log(`[comlrl] warning: ${s.key} '${s.spec}' selects no rows from ${s.from}; training runs without evaluation`);
   }
+  const overlap = evalConfigured ? splitOverlapWarning(config, task) : undefined;
+  if (overlap !== undefined) log(`[comlrl] ${overlap}`);
   const counter = new TokenCounter();
   let muted = false;
   let logger: MetricsLogger | null = null;
@@ -379,25 +419,28 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
     if (resume && step !== resume.step) {
       throw new CheckpointError(`run_state.json says step ${resume.step} but the trainer state's cursor is at step ${step}`, resume.checkpoint);
     }
-    // Resuming a run that already finished (its last checkpoint is at the end and its final
-    // results were written) has nothing left to do: say so and leave the run directory as it is.
-    if (resume && step >= totalSteps) {
-      const done = await finishedRun(runDir, config);
+    // Resuming a run that already finished (its verified final/ is at the last step, or its last
+    // checkpoint is, and its final results were written) has nothing left to do: say so and leave
+    // the run directory as it is. An incomplete or damaged final/ is rebuilt below instead.
+    if (resume || restart) {
+      const done = await finishedRun(runDir, config, { totalSteps, checkpointAtEnd: resume !== undefined && step >= totalSteps, hash });
       if (done !== null) {
-        log(`[comlrl] the run in ${displayPath(runDir)} is already complete (step ${step}/${totalSteps}); nothing to resume`);
-        return { runDir, step, totalSteps, completed: true, ...done, checkpoints: [], plots: [], configHash: hash, backend, seconds: resume.elapsedS, tokensPerSecond: 0, peakRssBytes: peakMemory().peakRssBytes };
+        log(`[comlrl] the run in ${displayPath(runDir)} is already complete (step ${totalSteps}/${totalSteps}); nothing to resume`);
+        return { runDir, step: totalSteps, totalSteps, completed: true, ...done, checkpoints: [], plots: [], configHash: hash, backend, seconds: resume?.elapsedS ?? 0, tokensPerSecond: 0, peakRssBytes: peakMemory().peakRssBytes };
       }
+      if (resume && step >= totalSteps && config.output.save_final_model) log(`[comlrl] final/ of ${displayPath(runDir)} is missing or incomplete: rebuilding it from ${displayPath(resume.checkpoint)}`);
+      if (restart) log(`[comlrl] ${displayPath(runDir)} has no checkpoint yet (the run stopped before its first one): starting it again from step 0`);
     }
 
     // ---- run directory ----
     await fs.mkdir(runDir, { recursive: true });
     // The saved config names the directory the run really lives in (a resume stays where it was).
     const doc = runConfigToDocument(resume ? { ...config, output: { ...config.output, dir: runDir } } : config);
-    await fs.writeFile(runDirConfigFile(runDir), `# comlrl run config (resolved; config hash ${hash})\n${yamlStringify(doc)}`);
+    await writeFileAtomically(runDirConfigFile(runDir), `${RUN_CONFIG_HEADER}; config hash ${hash})\n${yamlStringify(doc)}`);
     const runInfoPath = path.join(runDir, RUN_FILES.run);
-    const previous = existsSync(runInfoPath) ? (JSON.parse(await fs.readFile(runInfoPath, 'utf8')) as { sessions?: unknown[] }) : {};
+    const previous = await readRunJson<{ sessions: unknown[] }>(runInfoPath, log);
     const sessions = [...(Array.isArray(previous.sessions) ? previous.sessions : []), { started_at: new Date().toISOString(), backend, resumed_from: resume?.checkpoint ?? null, start_step: step }];
-    await fs.writeFile(
+    await writeFileAtomically(
       runInfoPath,
       `${JSON.stringify({ trainer: config.trainer, task: config.dataset.task, seed: config.seed, config_hash: hash, total_steps: totalSteps, sessions }, null, 2)}\n`,
     );
@@ -408,13 +451,19 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       await fs.writeFile(`${metricsPath}.tmp`, rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
       await fs.rename(`${metricsPath}.tmp`, metricsPath);
       logger = MetricsLogger.open(metricsPath);
-      // Half-written checkpoints left by a hard quit (second Ctrl-C, kill) are never resumed from: drop them.
+    } else {
+      logger = MetricsLogger.open(metricsPath, { overwrite: true });
+    }
+    if (resume || restart) {
+      // Half-written checkpoints and final/ folders left by a hard quit (kill, power loss) are
+      // never resumed from: drop them.
       const ckptDir = path.join(runDir, RUN_FILES.checkpoints);
       for (const name of existsSync(ckptDir) ? await fs.readdir(ckptDir) : []) {
         if (/^\.step-\d+\.tmp-/.test(name)) await fs.rm(path.join(ckptDir, name), { recursive: true, force: true });
       }
-    } else {
-      logger = MetricsLogger.open(metricsPath, { overwrite: true });
+      await cleanInterruptedWrites(path.join(runDir, RUN_FILES.final));
+      // A restart replaces what the stopped attempt left (an incomplete final/ is not a result).
+      if (restart) for (const f of [RUN_FILES.eval, RUN_FILES.final]) await fs.rm(path.join(runDir, f), { recursive: true, force: true });
     }
     const elapsedBefore = resume?.elapsedS ?? 0;
     const tokensBefore = resume?.tokens ?? 0;
@@ -433,7 +482,9 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
     log(`[comlrl] run directory: ${runDir}`);
 
     const evalPath = path.join(runDir, RUN_FILES.eval);
-    const evalRecord: { before?: EvalSummary; after?: EvalSummary } = existsSync(evalPath) && resume ? (JSON.parse(await fs.readFile(evalPath, 'utf8')) as { before?: EvalSummary }) : {};
+    const evalRecord: { before?: EvalSummary; after?: EvalSummary } = resume ? await readRunJson<{ before: EvalSummary }>(evalPath, log) : {};
+    // A resumed run evaluates "after" again at its end; one left by a crash is not final.
+    delete evalRecord.after;
     const evaluate = async (): Promise<EvalSummary> => {
       const r = await trainer.evaluate();
       const s = { step: cursorStep(trainer.cursor, trainer.itemsPerEpoch), envStep: trainer.envSteps, episodeReward: meanEpisodeReward(r.episodes), episodes: r.episodes.length, metrics: r.metrics };
@@ -444,7 +495,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
     if (!resume && config.output.eval_before_after && hasEval) {
       evalRecord.before = await evaluate();
       log(`[comlrl] eval before training: episode reward ${formatNumber(evalRecord.before.episodeReward)} (${evalRecord.before.episodes} episodes)`);
-      await fs.writeFile(evalPath, `${JSON.stringify(evalRecord, null, 2)}\n`);
+      await writeFileAtomically(evalPath, `${JSON.stringify(evalRecord, null, 2)}\n`);
     }
 
     // ---- checkpoints ----
@@ -462,6 +513,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
         } finally {
           muted = false;
         }
+        await testPause('checkpoint-write', step);
         await writeTrainerState(tmp, trainer.exportState());
         const rs = { step, cursor: trainer.cursor, env_step: trainer.envSteps, metrics_rows: logger?.rows().length ?? 0, elapsed_s: elapsed, tokens: counter.total, trainer: config.trainer, config_hash: hash };
         await fs.writeFile(path.join(tmp, RUN_STATE_FILE), `${JSON.stringify(rs, null, 2)}\n`);
@@ -492,6 +544,9 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       if (options.stopAfter !== undefined && step >= options.stopAfter) throw new StopRun();
       await trainer.train(async () => {
         step = cursorStep(trainer.cursor, trainer.itemsPerEpoch);
+        testPauseBlocking('item-end', step);
+        // Let a pending Ctrl-C / SIGTERM handler run: the item's tensor work never yields.
+        await yieldToEventLoop();
         if (!config.output.verbose) bar.update(step, barInfo());
         const stop = (options.stopAfter !== undefined && step >= options.stopAfter) || options.signal?.aborted === true;
         const due = config.output.save_steps > 0 && step % config.output.save_steps === 0;
@@ -508,17 +563,22 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
 
     if (completed && config.output.eval_before_after && hasEval) {
       evalRecord.after = await evaluate();
-      await fs.writeFile(evalPath, `${JSON.stringify(evalRecord, null, 2)}\n`);
+      await writeFileAtomically(evalPath, `${JSON.stringify(evalRecord, null, 2)}\n`);
     }
     let finalDir: string | undefined;
     if (completed && config.output.save_final_model) {
       finalDir = path.join(runDir, RUN_FILES.final);
-      await fs.rm(finalDir, { recursive: true, force: true });
-      await trainer.save(finalDir);
-      if (config.output.save_dtype !== 'float32') {
-        for (let i = 0; i < trainer.agents.length; i++) await trainer.agents[i].model.save(path.join(finalDir, `agent_${i}`), { dtype: config.output.save_dtype });
-      }
+      // Written like a checkpoint (temporary folder, manifest, rename): a kill mid-write leaves no
+      // final/ at all, and resume / eval verify the one they find.
+      await writeCheckpointAtomically(finalDir, { step, configHash: hash }, async (tmp) => {
+        await trainer.save(tmp);
+        if (config.output.save_dtype !== 'float32') {
+          for (let i = 0; i < trainer.agents.length; i++) await trainer.agents[i].model.save(path.join(tmp, `agent_${i}`), { dtype: config.output.save_dtype });
+        }
+        await testPause('final-write', step);
+      });
     }
+    if (completed && options.signal?.aborted === true) log('[comlrl] the interrupt came after the last training item: the run finished and its results are written');
     const plots = config.output.plots ? (await writePlots(runDir, logger.rows(), { title: `${config.dataset.task} · ${config.trainer}` })).flatMap((p) => [p.png, p.svg]) : [];
     const seconds = elapsedBefore + (performance.now() - t0) / 1000;
     const mem = peakMemory();
@@ -556,11 +616,22 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
 async function finishedRun(
   runDir: string,
   config: RunConfig,
+  at: { totalSteps: number; checkpointAtEnd: boolean; hash: string },
 ): Promise<{ before?: EvalSummary; after?: EvalSummary; finalDir?: string } | null> {
   const finalDir = path.join(runDir, RUN_FILES.final);
-  if (config.output.save_final_model && !existsSync(path.join(finalDir, 'agent_0'))) return null;
+  if (config.output.save_final_model) {
+    // Complete only when final/ verifies (manifest, sizes, SHA-256) and was written at the last step.
+    try {
+      const manifest = await verifyCheckpoint(finalDir, { configHash: at.hash });
+      if (manifest.step !== at.totalSteps) return null;
+    } catch {
+      return null;
+    }
+  } else if (!at.checkpointAtEnd) {
+    return null;
+  }
   const evalPath = path.join(runDir, RUN_FILES.eval);
-  const record = existsSync(evalPath) ? (JSON.parse(await fs.readFile(evalPath, 'utf8')) as { before?: EvalSummary; after?: EvalSummary }) : {};
+  const record = await readRunJson<{ before: EvalSummary; after: EvalSummary }>(evalPath, () => {});
   if (config.output.eval_before_after && record.after === undefined && record.before !== undefined) return null;
   return {
     ...(record.before ? { before: record.before } : {}),
@@ -583,6 +654,7 @@ export function summaryLines(r: RunResult, metricsRows: number): string[] {
       ? `[comlrl] done: ${r.step}/${r.totalSteps} steps in ${formatDuration(r.seconds)} · ${formatNumber(r.tokensPerSecond)} tokens/s · peak RSS ${formatBytes(r.peakRssBytes)}`
       : `[comlrl] stopped at step ${r.step}/${r.totalSteps} (checkpoint written); continue with: comlrl train --resume ${rel(r.runDir)}`,
   ];
+  if (!r.completed) lines.push(`[comlrl] checkpoint: ${rel(path.join(r.runDir, RUN_FILES.checkpoints, checkpointName(r.step)))}`);
   if (r.peakTensorBytes !== undefined) {
     const heap = r.wasmHeapBytes ? ` · wasm heap ${formatBytes(r.wasmHeapBytes)} (its high-water mark)` : '';
     lines.push(`[comlrl] peak memory: tensors ${formatBytes(r.peakTensorBytes)}${heap} · process RSS ${formatBytes(r.peakRssBytes)}`);

@@ -111,6 +111,21 @@ export function splitOf(config: RunConfig, which: 'train' | 'eval'): { key: stri
   return { key, spec: given ?? fallback, from };
 }
 
+/**
+ * A warning when eval items are also training items (same content: the same rows selected twice,
+ * or the same data under two paths), or undefined. The toy task's eval cues repeat its training
+ * cues by design and are not checked.
+ */
+export function splitOverlapWarning(config: RunConfig, task: TaskSetup): string | undefined {
+  if (task.task === 'toy-coord' || task.evalTasks.length === 0) return undefined;
+  const train = new Set(task.trainTasks.map((t) => JSON.stringify(t)));
+  const shared = task.evalTasks.filter((t) => train.has(JSON.stringify(t))).length;
+  if (shared === 0) return undefined;
+  const tr = splitOf(config, 'train');
+  const ev = splitOf(config, 'eval');
+  return `warning: ${shared} of the ${task.evalTasks.length} eval items (${ev.key} '${ev.spec}' of ${ev.from}) are also training items (${tr.key} '${tr.spec}' of ${tr.from}); the evaluation measures rows the agents train on`;
+}
+
 /** Builds the task of a run config. */
 export async function setupTask(config: RunConfig): Promise<TaskSetup> {
   switch (config.dataset.task) {

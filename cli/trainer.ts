@@ -134,6 +134,18 @@ export class TokenCounter {
   }
 }
 
+/**
+ * Refuses a `max_new_tokens` the model cannot generate: prompt and completion must fit in its
+ * context (`max_position_embeddings` of its config.json), so the limit is that context minus one.
+ */
+export function checkMaxNewTokens(config: RunConfig, model: CausalLM, what: string): void {
+  const maxNew = config.trainerConfig.max_new_tokens;
+  const context = model.config.max_position_embeddings;
+  if (typeof maxNew !== 'number' || typeof context !== 'number' || maxNew < context) return;
+  const key = `${config.trainer.replace('-', '_')}.max_new_tokens`;
+  throw new Error(`${key} ${maxNew} does not fit the context of ${what}: its config.json max_position_embeddings is ${context}, which must hold the prompt and the completion; set ${key} below ${context}`);
+}
+
 /** Loads one agent per directory, with the config's chat settings. */
 export async function loadAgents(config: RunConfig, dirs: readonly string[], counter?: TokenCounter): Promise<Agent[]> {
   const chat = chatFormat(config);
@@ -141,8 +153,9 @@ export async function loadAgents(config: RunConfig, dirs: readonly string[], cou
   try {
     for (let i = 0; i < dirs.length; i++) {
       const { model, tokenizer } = await loadModelDir(dirs[i], `agent ${i}`);
-      counter?.watch(model);
       agents.push({ name: `agent_${i}`, model, tokenizer, chat });
+      checkMaxNewTokens(config, model, `agent ${i} (${dirs[i]})`);
+      counter?.watch(model);
     }
   } catch (err) {
     for (const a of agents) a.model.dispose();

@@ -68,6 +68,39 @@ describe('atomic checkpoints', () => {
     await expect(verifyCheckpoint(dir)).rejects.toThrow(/missing manifest.json/);
   });
 
+  it('refuses manifest entries outside the checkpoint folder, even with the right size and hash', async () => {
+    const dir = path.join(root, 'ckpts', checkpointName(3));
+    await writeSample(dir, 'hello');
+    // A file outside the checkpoint whose size and SHA-256 are recorded correctly.
+    const outside = path.join(root, 'secret.txt');
+    await fs.writeFile(outside, 'top secret');
+    const { createHash } = await import('node:crypto');
+    const sha = createHash('sha256').update('top secret').digest('hex');
+    const manifestPath = path.join(dir, 'manifest.json');
+    const manifest = JSON.parse(await fs.readFile(manifestPath, 'utf8')) as { files: { path: string; bytes: number; sha256: string }[] };
+    const withEntry = async (p: string) => {
+      await fs.writeFile(manifestPath, JSON.stringify({ ...manifest, files: [...manifest.files, { path: p, bytes: 10, sha256: sha }] }));
+    };
+    await withEntry('../../secret.txt');
+    await expect(verifyCheckpoint(dir)).rejects.toThrow(/entry '\.\.\/\.\.\/secret\.txt' leaves the checkpoint folder.*refused/);
+    await withEntry(outside);
+    await expect(verifyCheckpoint(dir)).rejects.toThrow(/is not a relative path inside the checkpoint folder/);
+    await withEntry('agent_0/../../../secret.txt');
+    await expect(verifyCheckpoint(dir)).rejects.toThrow(/leaves the checkpoint folder/);
+    // A symbolic link inside the folder, or a linked folder on the way, is refused too.
+    await fs.symlink(outside, path.join(dir, 'link.txt'));
+    await withEntry('link.txt');
+    await expect(verifyCheckpoint(dir)).rejects.toThrow(/'link.txt' is a symbolic link; refused/);
+    await fs.mkdir(path.join(root, 'elsewhere'));
+    await fs.writeFile(path.join(root, 'elsewhere', 'secret.txt'), 'top secret');
+    await fs.symlink(path.join(root, 'elsewhere'), path.join(dir, 'linked'));
+    await withEntry('linked/secret.txt');
+    await expect(verifyCheckpoint(dir)).rejects.toThrow(/resolves outside the checkpoint folder/);
+    await withEntry('agent_0/weights.bin');
+    await fs.writeFile(manifestPath, JSON.stringify(manifest));
+    await expect(verifyCheckpoint(dir)).resolves.toBeDefined();
+  });
+
   it('lists checkpoints newest first', async () => {
     for (const step of [2, 10, 7]) {
       await writeCheckpointAtomically(path.join(root, checkpointName(step)), { step, configHash: 'h' }, async (tmp) => {

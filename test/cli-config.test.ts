@@ -4,7 +4,10 @@
  */
 import { describe, expect, test } from 'vitest';
 import { TRAINER_CONFIG_SCHEMAS } from '../cli/schemas.js';
-import { applyOverrides, parseConfigText, parseOverride } from '../src/config/load.js';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { applyOverrides, parseConfigText, parseOverride, readConfigFile } from '../src/config/load.js';
 import { ConfigError, parseRunConfig, runConfigIdentity, runConfigToDocument } from '../src/config/schema.js';
 import { configHash } from '../src/config/hash.js';
 
@@ -76,6 +79,25 @@ describe('config files', () => {
     expect(() => parseConfigText('model:\n  a: [1, 2\n', 'x.yaml')).toThrow(/invalid config \(x\.yaml\)/);
     expect(() => parseConfigText('seed: 1\nseed: 2\n')).toThrow(/(Map keys must be unique|duplicate)/i);
     expect(() => parseConfigText('- 1\n- 2\n')).toThrow(/must be a mapping/);
+  });
+
+  test('NaN and infinities are named as such, not as null', () => {
+    expect(issues(parseConfigText('model: {agent_model: /m/a}\ndataset: {task: toy-coord}\nmagrpo: {agent_learning_rate: .nan, top_p: .inf}\n'))).toEqual([
+      'magrpo.agent_learning_rate: agent_learning_rate must be a finite number >= 0 (got NaN)',
+      expect.stringMatching(/^magrpo\.top_p: .*\(got Infinity\)$/),
+    ]);
+  });
+
+  test('a non-UTF-8 config file is refused with the byte offset, not read as a garbled key', () => {
+    const dir = mkdtempSync(join(tmpdir(), 'comlrl-cfg-'));
+    try {
+      const file = join(dir, 'latin1.yaml');
+      // "seed: 1\n" then the key "modèle" in Latin-1 (è = 0xE8 at offset 8 + 3 = 11).
+      writeFileSync(file, Buffer.concat([Buffer.from('seed: 1\nmod'), Buffer.from([0xe8]), Buffer.from('le: x\n')]));
+      expect(() => readConfigFile(file)).toThrow(`invalid config (${file}):\n  - (file): ${file}: invalid UTF-8 at byte offset 11 (line 2, column 4: byte 0xe8); save the file as UTF-8`);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 
   test('a valid config: defaults, model sampling merged into the trainer, seed', () => {

@@ -5,6 +5,7 @@ import { parquetWriteFile } from 'hyparquet-writer';
 import { afterAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
 import {
+  firstInvalidUtf8,
   DatasetError,
   coopHERowSchema,
   houseBuildTaskSchema,
@@ -63,7 +64,7 @@ describe('formats round trip', () => {
   it('JSONL (blank lines skipped)', async () => {
     const file = join(dir, 'che.jsonl');
     writeFileSync(file, problems.map((p) => JSON.stringify(p)).join('\n') + '\n\n');
-    expect(await loadCoopHERows(file, 'test[16:]')).toEqual(problems.slice(16));
+    expect(await loadCoopHERows(file, 'train[16:]')).toEqual(problems.slice(16));
   });
 
   it('Parquet written with hyparquet-writer, INT64 back as numbers', async () => {
@@ -130,6 +131,26 @@ describe('malformed rows', () => {
     writeFileSync(bad, '{"prompt":"a"}\n{"prompt":\n');
     expect((await errorOf(loadTLDRRows(bad))).message).toMatch(/row 1.*line 2: invalid JSON/);
   });
+
+  it('non-UTF-8 bytes are refused with file, row and byte offset (never read as U+FFFD)', async () => {
+    const file = join(dir, 'latin1.jsonl');
+    // Rows 0 and 1, a blank line, then row 2 whose prompt holds "café" in Latin-1 (é = 0xE9).
+    const head = Buffer.from('{"prompt":"a"}\n{"prompt":"b"}\n\n{"prompt":"caf');
+    writeFileSync(file, Buffer.concat([head, Buffer.from([0xe9]), Buffer.from('"}\n')]));
+    const e = await errorOf(loadTLDRRows(file));
+    // Offset = bytes before the é: 15 + 15 + 1 + 14 = 45; it is on line 4, column 15.
+    expect(head.length).toBe(45);
+    expect(e.location).toMatchObject({ file, row: 2 });
+    expect(e.message).toBe(`${file}, row 2: invalid UTF-8 at byte offset 45 (line 4, column 15: byte 0xe9); save the file as UTF-8`);
+    // Overlong encodings and UTF-16 surrogates are not UTF-8 either; a BOM and 4-byte characters are.
+    expect(firstInvalidUtf8(Buffer.from([0x61, 0xc0, 0xaf]))).toBe(1);
+    expect(firstInvalidUtf8(Buffer.from([0xed, 0xa0, 0x80]))).toBe(0);
+    expect(firstInvalidUtf8(Buffer.from([0xe2, 0x82]))).toBe(0);
+    expect(firstInvalidUtf8(Buffer.from('\ufeff{"prompt":"😀 é"}'))).toBe(-1);
+    const json = join(dir, 'latin1.json');
+    writeFileSync(json, Buffer.concat([Buffer.from('[{"prompt":"'), Buffer.from([0xff]), Buffer.from('"}]')]));
+    expect((await errorOf(loadTLDRRows(json))).message).toBe(`${json}: invalid UTF-8 at byte offset 12 (line 1, column 13: byte 0xff); save the file as UTF-8`);
+  });
 });
 
 describe('split-slice syntax', () => {
@@ -160,11 +181,16 @@ describe('split-slice syntax', () => {
     expect(r('train[:10%](pct1_dropremainder)', 250)).toEqual({ start: 0, end: 20 });
   });
 
-  it('a flat file answers every split name; concatenation keeps order', async () => {
+  it("a flat file is the split 'train' (or unnamed); other names are refused, not answered with its rows", async () => {
     const file = join(dir, 'che2.json');
     writeFileSync(file, JSON.stringify(problems));
-    const a = await loadRows(file, { schema: coopHERowSchema, split: 'train[18:]+test[:1]' });
+    const a = await loadRows(file, { schema: coopHERowSchema, split: 'train[18:]+[:1]' });
     expect(a.map((p) => p.task_id)).toEqual(['Toy/18', 'Toy/19', 'Toy/0']);
+    // The README's TLDR recipe once exported only the train split to one file and evaluated on
+    // 'test[:1100]': the "test" rows were the training rows.
+    const e = await errorOf(loadRows(file, { schema: coopHERowSchema, split: 'test[:1]' }));
+    expect(e.message).toContain(`${file}: split 'test' (in 'test[:1]') does not exist: a single file holds one split, named 'train'`);
+    expect(e.message).toContain('point dataset.path at it, or point dataset.eval_path at the test file');
   });
 });
 

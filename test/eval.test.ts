@@ -2,7 +2,7 @@
  * Evaluation: the unbiased pass@k estimator against hand-computed cases, the per-task paper metrics
  * computed from played episodes, and `comlrl eval` on a real task (HouseBuild) with tiny models.
  */
-import { writeFile } from 'node:fs/promises';
+import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { stringify } from 'yaml';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -188,6 +188,32 @@ describe('task paper metrics', () => {
     expect(r.out).toMatch(/tldr\/score\s+0/);
     expect(r.out).toMatch(/tldr\/\w+/);
     expect(r.err).toMatch(/tldr: 2 eval items × 1 sample\(s\)/);
+  });
+
+  test('TLDR splits: a single file refuses test[...]; a split directory honours it; an overlap warns; max_new_tokens must fit the context', async () => {
+    const rows = (tag: string) => [0, 1].map((i) => JSON.stringify({ prompt: `SUBREDDIT: r/${tag} TITLE: t${i} POST: words ${i}` })).join('\n');
+    await writeFile(join(root, 'tldr-train-only.jsonl'), rows('train'));
+    await mkdir(join(root, 'tldr-dir'), { recursive: true });
+    await writeFile(join(root, 'tldr-dir', 'train.jsonl'), rows('train'));
+    await writeFile(join(root, 'tldr-dir', 'test.jsonl'), rows('test'));
+    const cfg = async (name: string, dataset: Record<string, unknown>) => {
+      const file = join(root, `${name}.yaml`);
+      await writeFile(file, stringify({ model: { agents: [join(root, 'h0'), join(root, 'h1')] }, dataset: { task: 'tldr', ...dataset }, collm_cc: { num_turns: 1, max_new_tokens: 2, eval_batch_size: 2 } }));
+      return file;
+    };
+    // The README's old recipe: only the train split exported to one file, eval on 'test[:1100]'.
+    const single = await cli(['eval', '--config', await cfg('tldr-single', { path: join(root, 'tldr-train-only.jsonl'), train_split: 'train[:1]', eval_split: 'test[:2]' })]);
+    expect(single.code).toBe(1);
+    expect(single.err).toContain("split 'test' (in 'test[:2]') does not exist: a single file holds one split, named 'train'");
+    const dir = await cli(['eval', '--config', await cfg('tldr-dir', { path: join(root, 'tldr-dir'), train_split: 'train[:2]', eval_split: 'test[:2]' })]);
+    expect(dir.code, dir.err).toBe(0);
+    expect(dir.err).not.toContain('warning');
+    const overlap = await cli(['eval', '--config', await cfg('tldr-overlap', { path: join(root, 'tldr-dir'), train_split: 'train[:2]', eval_split: 'train[1:]' })]);
+    expect(overlap.code, overlap.err).toBe(0);
+    expect(overlap.err).toContain(`warning: 1 of the 1 eval items (dataset.eval_split 'train[1:]' of ${join(root, 'tldr-dir')}) are also training items (dataset.train_split 'train[:2]'`);
+    const huge = await cli(['eval', '--config', await cfg('tldr-huge', { path: join(root, 'tldr-dir'), train_split: 'train', eval_split: 'test' }), '--set', 'collm_cc.max_new_tokens=1000000000']);
+    expect(huge.code).toBe(1);
+    expect(huge.err).toMatch(/collm_cc\.max_new_tokens 1000000000 does not fit the context of agent 0 \(.*h0\): its config\.json max_position_embeddings is \d+, which must hold the prompt and the completion/);
   });
 
   test('comlrl eval on HouseBuild with base models (tiny, BPE tokenizer)', async () => {

@@ -4,6 +4,7 @@
  * stopped, for MAGRPO, CoLLM-CC and CoLLM-DC (shared heads); damaged or incompatible checkpoints are refused with a message
  * naming the problem, and the run directory is left exactly as it was.
  */
+import { createHash } from 'node:crypto';
 import { cp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -153,6 +154,22 @@ describe('damaged or incompatible checkpoints are refused and nothing is changed
       [],
       /damaged checkpoint: file trainer_state\.json (does not match its recorded SHA-256|has \d+ bytes)/,
       'modified',
+    );
+  });
+
+  test('a manifest entry outside the checkpoint (with the right size and hash) is refused', async () => {
+    await refused(
+      async (run) => {
+        const ckpt = join(run, 'checkpoints', 'step-000002');
+        // The target is the run's own config.yaml, three levels up: size and hash recorded correctly.
+        const target = await readFile(join(run, 'config.yaml'));
+        const m = JSON.parse(await readFile(join(ckpt, 'manifest.json'), 'utf8')) as { files: unknown[] };
+        m.files.push({ path: '../../config.yaml', bytes: target.length, sha256: createHash('sha256').update(target).digest('hex') });
+        await writeFile(join(ckpt, 'manifest.json'), JSON.stringify(m));
+      },
+      [],
+      /damaged checkpoint: manifest\.json entry '\.\.\/\.\.\/config\.yaml' leaves the checkpoint folder .*refused/,
+      'escape',
     );
   });
 

@@ -17,6 +17,7 @@ import { formatNumber, formatDuration } from '../../src/logging/format.js';
 import { createTinyModel } from '../../src/model/tiny.js';
 import { commandArgs, formatUsage, intOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
 import type { CommandContext } from '../main.js';
+import { handleInterrupts } from '../interrupt.js';
 import { displayPath, runTraining, type RunResult } from '../run.js';
 import { TRAINER_CONFIG_SCHEMAS } from '../schemas.js';
 
@@ -36,6 +37,7 @@ export const DEMO_USAGE = formatUsage(
     'Hugging Face checkpoints (made once and cached), the real trainer, environment and reward,',
     'a progress bar, evaluation before and after, and a run directory with config.yaml,',
     'metrics.jsonl, plots, checkpoints and the final models. Needs nothing but `npm install`.',
+    'Ctrl-C stops at the next item with a checkpoint (exit 130); `comlrl train --resume DIR` continues it.',
   ].join('\n'),
   OPTIONS,
 );
@@ -151,9 +153,16 @@ export async function demoCommand(argv: readonly string[], ctx: CommandContext):
   ctx.err(`[comlrl demo] two tiny agents learn to agree on an answer (toy-coord), trainer ${trainer}`);
   const doc = await demoConfigDocument({ trainer: trainer as TrainerName, ...(steps !== undefined ? { steps } : {}), seed, out, cache: cacheRoot(stringOpt(args, 'cache')), ...(backend ? { backend: backend as BackendName } : {}) });
   const config = parseRunConfig(doc, TRAINER_CONFIG_SCHEMAS, 'demo');
-  const result = await runTraining({ config, log: ctx.err, label: `demo ${trainer}`, outOption: '--out', ...(ctx.progress ? { progress: ctx.progress } : {}) });
-  ctx.out(demoReport(result, (performance.now() - t0) / 1000));
-  return 0;
+  // Ctrl-C / SIGTERM stop the demo like `train`: at the next item, with a checkpoint to resume from.
+  const interrupts = handleInterrupts(ctx.err, 'stopping after the current item and writing a checkpoint');
+  try {
+    const result = await runTraining({ config, log: ctx.err, label: `demo ${trainer}`, outOption: '--out', signal: interrupts.signal, ...(ctx.progress ? { progress: ctx.progress } : {}) });
+    if (!result.completed) return 130;
+    ctx.out(demoReport(result, (performance.now() - t0) / 1000));
+    return 0;
+  } finally {
+    interrupts.dispose();
+  }
 }
 
 /** The demo's closing lines on stdout: the margin and where everything is. */

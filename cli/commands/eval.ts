@@ -6,7 +6,10 @@ import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { initBackend } from '../../src/backend/init.js';
-import { listCheckpoints, MANIFEST_FILE, verifyCheckpoint } from '../../src/checkpoint/atomic.js';
+import { CheckpointError, listCheckpoints, MANIFEST_FILE, verifyCheckpoint, writeFileAtomically } from '../../src/checkpoint/atomic.js';
+import { ProgressBar } from '../../src/logging/progress.js';
+import { handleInterrupts, yieldToEventLoop } from '../interrupt.js';
+import { testPauseBlocking } from '../test-pause.js';
 import { formatNumber } from '../../src/logging/format.js';
 import { rngFor } from '../../src/util/rng.js';
 import { runEvalEpisodes } from '../../trainers/common/eval.js';
@@ -14,7 +17,7 @@ import { commandArgs, formatUsage, intOpt, listOpt, stringOpt, UsageError, type 
 import type { CommandContext } from '../main.js';
 import { outputFileProblem } from '../paths.js';
 import { RUN_FILES } from '../run.js';
-import { episodeReward, setupTask, splitOf, type AnyEpisode } from '../tasks.js';
+import { episodeReward, setupTask, splitOf, splitOverlapWarning, type AnyEpisode } from '../tasks.js';
 import { loadAgents, numAgentsOf, sourcesFromConfig } from '../trainer.js';
 import { loadConfig } from './train.js';
 
@@ -43,14 +46,31 @@ export const EVAL_USAGE = formatUsage(
   OPTIONS,
 );
 
-/** The agent directories of a trained run, checkpoint or final/ folder. */
-export async function trainedAgentsRoot(dir: string): Promise<string> {
+/**
+ * The agent directories of a trained run, checkpoint or final/ folder. A run directory gives its
+ * final/ (when that verifies) or else its newest checkpoint, with a note on stderr.
+ */
+export async function trainedAgentsRoot(dir: string, note: (line: string) => void = () => {}): Promise<string> {
   const abs = path.resolve(dir);
   if (existsSync(path.join(abs, 'agent_0'))) return abs;
   const final = path.join(abs, RUN_FILES.final);
-  if (existsSync(path.join(final, 'agent_0'))) return final;
   const ckpts = await listCheckpoints(path.join(abs, RUN_FILES.checkpoints));
-  if (ckpts.length > 0) return ckpts[0];
+  if (existsSync(final)) {
+    try {
+      await verifyCheckpoint(final);
+      return final;
+    } catch (err) {
+      // A final/ without a manifest or with a damaged file is never evaluated as the trained models.
+      const why = err instanceof CheckpointError ? err.message : String(err);
+      if (ckpts.length === 0) throw new Error(`--checkpoint ${dir}: final/ is incomplete or damaged (${why}); rebuild it with comlrl train --resume ${dir}`);
+      note(`[comlrl eval] warning: final/ is incomplete or damaged (${why}); evaluating the newest checkpoint ${ckpts[0]} instead (comlrl train --resume ${dir} rebuilds final/)`);
+      return ckpts[0];
+    }
+  }
+  if (ckpts.length > 0) {
+    note(`[comlrl eval] ${dir} has no final/ (the run has not finished): evaluating its newest checkpoint ${path.basename(ckpts[0])}`);
+    return ckpts[0];
+  }
   throw new Error(`--checkpoint ${dir}: no agent_0/ there, no final/ and no checkpoints/ (expected a run directory, its final/ or a checkpoint)`);
 }
 
@@ -81,9 +101,12 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
   try {
     const n = numAgentsOf(config, task.env.numAgents);
     const ckpt = stringOpt(args, 'checkpoint');
-    const root = ckpt !== undefined ? await trainedAgentsRoot(ckpt) : undefined;
-    // A checkpoint carries a manifest: refuse damaged weights before evaluating them.
+    const root = ckpt !== undefined ? await trainedAgentsRoot(ckpt, ctx.err) : undefined;
+    // A checkpoint (and final/) carries a manifest: refuse damaged weights before evaluating them.
     if (root !== undefined && existsSync(path.join(root, MANIFEST_FILE))) await verifyCheckpoint(root);
+    else if (root !== undefined && path.basename(root) === RUN_FILES.final) {
+      throw new Error(`--checkpoint ${ckpt}: ${root} has no ${MANIFEST_FILE}: it is incomplete (cut short while being written); comlrl train --resume ${path.dirname(root)} rebuilds it`);
+    }
     const dirs = root !== undefined ? Array.from({ length: n }, (_, i) => path.join(root, `agent_${i}`)) : [...sourcesFromConfig({ ...config, trainer: 'magrpo' }, n).agents];
     const agents = await loadAgents(config, dirs);
     try {
@@ -92,28 +115,53 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
         const s = splitOf(config, 'eval');
         throw new Error(`the eval split is empty: ${s.key} '${s.spec}' selects no rows from ${s.from}`);
       }
+      const overlap = splitOverlapWarning(config, task);
+      if (overlap !== undefined) ctx.err(`[comlrl eval] ${overlap}`);
       const tc = config.trainerConfig;
       const numTurns = Number(tc.num_turns ?? 1);
       const repeated = items.flatMap((it) => Array.from({ length: samples }, () => it));
       ctx.err(`[comlrl eval] ${task0}: ${items.length} eval items × ${samples} sample(s), ${numTurns} turn(s), ${root ? `trained agents ${root}` : 'base models'} · backend ${backend}`);
       const t0 = performance.now();
-      const episodes = await runEvalEpisodes<unknown, unknown>({
-        agents,
-        env: task.env,
-        tasks: repeated,
-        numTurns,
-        batchSize: Number(tc.eval_batch_size ?? 1),
-        settings: {
-          maxNewTokens: Number(tc.max_new_tokens),
-          temperature: Number(tc.temperature),
-          topP: Number(tc.top_p),
-          topK: (tc.top_k as number | null | undefined) ?? null,
-          greedy,
-        },
-        rng: rngFor(config.seed, 'eval'),
-        discount: Number(tc.discount ?? 1),
-        earlyTerminationThreshold: config.trainer === 'magrpo' ? null : ((tc.early_termination_threshold as number | null | undefined) ?? null),
-      });
+      const batchSize = Math.max(1, Number(tc.eval_batch_size ?? 1));
+      const rng = rngFor(config.seed, 'eval');
+      const episodes: AnyEpisode[] = [];
+      const bar = new ProgressBar({ total: repeated.length, label: 'eval', ...(ctx.progress ? { stream: ctx.progress } : {}) });
+      const interrupts = handleInterrupts(ctx.err, 'stopping after the current batch of episodes; no metrics are written');
+      try {
+        // Batch by batch (one shared RNG, so the episodes are those of a single call): progress
+        // between batches, and a Ctrl-C is acted on at the next batch.
+        for (let b = 0; b < repeated.length; b += batchSize) {
+          const eps = await runEvalEpisodes<unknown, unknown>({
+            agents,
+            env: task.env,
+            tasks: repeated.slice(b, b + batchSize),
+            numTurns,
+            batchSize,
+            settings: {
+              maxNewTokens: Number(tc.max_new_tokens),
+              temperature: Number(tc.temperature),
+              topP: Number(tc.top_p),
+              topK: (tc.top_k as number | null | undefined) ?? null,
+              greedy,
+            },
+            rng,
+            discount: Number(tc.discount ?? 1),
+            earlyTerminationThreshold: config.trainer === 'magrpo' ? null : ((tc.early_termination_threshold as number | null | undefined) ?? null),
+          });
+          episodes.push(...eps);
+          bar.update(episodes.length, { reward: episodes.reduce((s, e) => s + episodeReward(e), 0) / episodes.length });
+          testPauseBlocking('eval-batch', episodes.length);
+          await yieldToEventLoop();
+          if (interrupts.signal.aborted && episodes.length < repeated.length) {
+            bar.finish();
+            ctx.err(`[comlrl eval] interrupted after ${episodes.length} of ${repeated.length} episodes; nothing written (run it again to evaluate)`);
+            return 130;
+          }
+        }
+      } finally {
+        bar.finish();
+        interrupts.dispose();
+      }
       const grouped: AnyEpisode[][] = items.map((_, j) => episodes.slice(j * samples, (j + 1) * samples));
       const metrics: Record<string, number> = {
         ...task.paperMetrics(grouped, ks),
@@ -133,7 +181,7 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
       for (const [k, v] of Object.entries(metrics)) ctx.out(`${k.padEnd(32)} ${formatNumber(v)}`);
       if (out !== undefined) {
         await fs.mkdir(path.dirname(path.resolve(out)), { recursive: true });
-        await fs.writeFile(out, `${JSON.stringify(report, null, 2)}\n`);
+        await writeFileAtomically(out, `${JSON.stringify(report, null, 2)}\n`);
         ctx.err(`[comlrl eval] wrote ${out}`);
       }
       return 0;

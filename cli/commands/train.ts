@@ -3,7 +3,8 @@ import { TRAINER_CONFIG_SCHEMAS } from '../schemas.js';
 import { commandArgs, formatUsage, intOpt, listOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
 import { applyOverrides, readConfigFile } from '../../src/config/load.js';
 import { parseRunConfig, type RunConfig } from '../../src/config/schema.js';
-import { resolveResume, runDirConfigFile, runTraining } from '../run.js';
+import { NoCheckpointError, resolveResume, runDirConfigFile, runTraining, type ResumePoint } from '../run.js';
+import { handleInterrupts } from '../interrupt.js';
 import type { CommandContext } from '../main.js';
 
 const OPTIONS: readonly OptionSpec[] = [
@@ -18,9 +19,11 @@ export const TRAIN_USAGE = formatUsage(
   [
     'Trains agents with the trainer section of the config (magrpo, collm_dc or collm_cc) and writes a run',
     'directory: config.yaml, metrics.jsonl, rewards/losses plots, eval.json, checkpoints/ every',
-    'output.save_steps items, final/ models. Ctrl-C (or SIGTERM) stops at the next item with a checkpoint.',
+    'output.save_steps items, final/ models. Ctrl-C (or SIGTERM) stops at the next item with a checkpoint',
+    '(exit code 130); a second Ctrl-C quits at once, after any checkpoint write under way.',
     'With --resume and no --config, the run directory\'s config.yaml is used; a given config must match',
-    'the checkpoint\'s (apart from output and backend).',
+    'the checkpoint\'s (apart from output and backend). A run directory without a checkpoint yet starts',
+    'again from step 0; a finished run whose final/ is missing or damaged gets it rebuilt.',
   ].join('\n'),
   OPTIONS,
 );
@@ -48,37 +51,35 @@ export async function trainCommand(argv: readonly string[], ctx: CommandContext)
   }
   const config = loadConfig(configFile, listOpt(args, 'set'));
   const stopAfter = intOpt(args, 'stop-after', 'train', 1);
-  const resume = resumeDir !== undefined ? await resolveResume(resumeDir, config) : undefined;
-
-  const controller = new AbortController();
-  let interrupts = 0;
-  // SIGTERM (what job schedulers send before killing a job) is handled like Ctrl-C.
-  const onSignal = (signal: NodeJS.Signals): void => {
-    interrupts++;
-    if (interrupts === 1) {
-      const what = signal === 'SIGINT' ? 'interrupt' : `interrupt (${signal})`;
-      ctx.err(`\n[comlrl] ${what}: stopping after the current item and writing a checkpoint (Ctrl-C again to quit now)`);
-      controller.abort();
-    } else {
-      process.exit(130);
+  let resume: ResumePoint | undefined;
+  let restartIn: string | undefined;
+  if (resumeDir !== undefined) {
+    try {
+      resume = await resolveResume(resumeDir, config);
+    } catch (err) {
+      // A run killed before its first checkpoint has nothing to continue from: it starts over in
+      // the same directory (resolveResume only says so for a real run directory).
+      if (!(err instanceof NoCheckpointError)) throw err;
+      restartIn = err.runDir;
     }
-  };
-  // One listener per signal, each knowing its name (process.emit in tests passes no argument).
-  const handlers = (['SIGINT', 'SIGTERM'] as const).map((sig) => [sig, () => onSignal(sig)] as const);
-  for (const [sig, handler] of handlers) process.on(sig, handler);
+  }
+
+  // SIGTERM (what job schedulers send before killing a job) is handled like Ctrl-C.
+  const interrupts = handleInterrupts(ctx.err, 'stopping after the current item and writing a checkpoint');
   try {
     const result = await runTraining({
       config,
       ...(resume ? { resume } : {}),
+      ...(restartIn !== undefined ? { restartIn } : {}),
       ...(stopAfter !== undefined ? { stopAfter } : {}),
-      signal: controller.signal,
+      signal: interrupts.signal,
       log: ctx.err,
       ...(ctx.progress ? { progress: ctx.progress } : {}),
     });
     // A Ctrl-C is an interruption (130) even when --stop-after was given and not yet reached.
     if (result.completed) return 0;
-    return stopAfter !== undefined && !controller.signal.aborted ? 0 : 130;
+    return stopAfter !== undefined && !interrupts.signal.aborted ? 0 : 130;
   } finally {
-    for (const [sig, handler] of handlers) process.off(sig, handler);
+    interrupts.dispose();
   }
 }

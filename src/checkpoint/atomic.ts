@@ -47,6 +47,53 @@ async function listFiles(dir: string, prefix = ''): Promise<string[]> {
   return out.sort();
 }
 
+/** Checkpoint writes under way in this process (a second Ctrl-C waits for them to finish). */
+let activeWrites = 0;
+let idleWaiters: (() => void)[] = [];
+
+/** Whether a checkpoint (or final/) is being written in this process right now. */
+export function checkpointWriteActive(): boolean {
+  return activeWrites > 0;
+}
+
+/** Resolves once no checkpoint write is under way (at once when none is). */
+export function checkpointWritesIdle(): Promise<void> {
+  if (activeWrites === 0) return Promise.resolve();
+  return new Promise((resolve) => idleWaiters.push(resolve));
+}
+
+function endWrite(): void {
+  activeWrites--;
+  if (activeWrites === 0) {
+    const waiters = idleWaiters;
+    idleWaiters = [];
+    for (const w of waiters) w();
+  }
+}
+
+/**
+ * Writes a small file atomically (temporary sibling, fsync, rename), so a kill at any moment leaves
+ * the previous content or the new one, never an empty or truncated file.
+ */
+export async function writeFileAtomically(file: string, text: string): Promise<void> {
+  const tmp = path.join(path.dirname(file), `.${path.basename(file)}.tmp-${process.pid}`);
+  await fs.writeFile(tmp, text);
+  await fsyncPath(tmp);
+  await fs.rename(tmp, file);
+}
+
+/**
+ * Why a manifest entry cannot name a file of the checkpoint (absolute, `..`, backslash, empty
+ * segment), or undefined when it is a plain relative path inside the folder.
+ */
+export function manifestPathProblem(rel: string): string | undefined {
+  if (rel === '' || path.isAbsolute(rel) || path.win32.isAbsolute(rel) || rel.includes('\\') || rel.includes('\0')) {
+    return 'is not a relative path inside the checkpoint folder';
+  }
+  if (rel.split('/').some((seg) => seg === '' || seg === '.' || seg === '..')) return 'leaves the checkpoint folder (or has an empty, . or .. segment)';
+  return undefined;
+}
+
 async function fsyncPath(p: string): Promise<void> {
   const handle = await fs.open(p, 'r');
   try {
@@ -71,9 +118,10 @@ export async function writeCheckpointAtomically(
   const parent = path.dirname(finalDir);
   await fs.mkdir(parent, { recursive: true });
   const tmp = path.join(parent, `.${path.basename(finalDir)}.tmp-${process.pid}-${Date.now()}`);
-  await fs.rm(tmp, { recursive: true, force: true });
-  await fs.mkdir(tmp, { recursive: true });
+  activeWrites++;
   try {
+    await fs.rm(tmp, { recursive: true, force: true });
+    await fs.mkdir(tmp, { recursive: true });
     await write(tmp);
     const files = [];
     for (const rel of await listFiles(tmp)) {
@@ -100,6 +148,29 @@ export async function writeCheckpointAtomically(
   } catch (err) {
     await fs.rm(tmp, { recursive: true, force: true });
     throw err;
+  } finally {
+    endWrite();
+  }
+}
+
+/**
+ * Removes what a killed writer left beside `finalDir`'s name (`.NAME.tmp-*`): never a complete
+ * checkpoint, except a `.NAME.tmp-*.old` copy that a kill between the two renames of a replacement
+ * left while `finalDir` itself is missing; that one is put back under its name.
+ */
+export async function cleanInterruptedWrites(finalDir: string): Promise<void> {
+  const parent = path.dirname(finalDir);
+  const prefix = `.${path.basename(finalDir)}.tmp-`;
+  let names: string[];
+  try {
+    names = await fs.readdir(parent);
+  } catch {
+    return;
+  }
+  for (const name of names.filter((n) => n.startsWith(prefix))) {
+    const abs = path.join(parent, name);
+    if (name.endsWith('.old') && !(await exists(finalDir))) await fs.rename(abs, finalDir);
+    else await fs.rm(abs, { recursive: true, force: true });
   }
 }
 
@@ -139,13 +210,25 @@ export async function verifyCheckpoint(
     throw new CheckpointError(`${MANIFEST_FILE} field '${issue.path.join('.')}': ${issue.message}`, dir);
   }
   const manifest = parsed.data;
+  const realDir = await fs.realpath(dir);
   for (const file of manifest.files) {
+    // A manifest may only name files inside its folder: anything else would let resume read (or a
+    // hash check vouch for) files elsewhere on the machine.
+    const problem = manifestPathProblem(file.path);
+    if (problem !== undefined) throw new CheckpointError(`${MANIFEST_FILE} entry '${file.path}' ${problem}; refused`, dir);
     const abs = path.join(dir, file.path);
     let size: number;
     try {
-      size = (await fs.stat(abs)).size;
-    } catch {
+      const st = await fs.lstat(abs);
+      if (!st.isFile()) throw new CheckpointError(`${MANIFEST_FILE} entry '${file.path}' is ${st.isSymbolicLink() ? 'a symbolic link' : 'not a regular file'}; refused`, dir);
+      size = st.size;
+    } catch (err) {
+      if (err instanceof CheckpointError) throw err;
       throw new CheckpointError(`missing file ${file.path}`, dir);
+    }
+    // A linked folder on the way (agent_0 -> /elsewhere) leaves the checkpoint just the same.
+    if (!(await fs.realpath(abs)).startsWith(realDir + path.sep)) {
+      throw new CheckpointError(`${MANIFEST_FILE} entry '${file.path}' resolves outside the checkpoint folder (a linked folder); refused`, dir);
     }
     if (size !== file.bytes) {
       throw new CheckpointError(

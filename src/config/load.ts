@@ -3,6 +3,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
+import { decodeUtf8, describeUtf8Problem } from '../data/utf8.js';
 import { ConfigError, parseRunConfig, type RunConfig, type RunConfigSchemas } from './schema.js';
 
 /**
@@ -10,13 +11,16 @@ import { ConfigError, parseRunConfig, type RunConfig, type RunConfigSchemas } fr
  * @throws ConfigError naming the file and the line of a syntax error.
  */
 export function readConfigFile(file: string): Record<string, unknown> {
-  let text: string;
+  let bytes: Buffer;
   try {
-    text = readFileSync(file, 'utf8');
+    bytes = readFileSync(file);
   } catch (err) {
     throw new ConfigError([{ key: '(file)', message: `cannot read ${file}: ${(err as Error).message}` }]);
   }
-  return parseConfigText(text, file);
+  // Decoded strictly: a Latin-1 file would otherwise read as replacement characters (a garbled key).
+  const decoded = decodeUtf8(bytes);
+  if ('problem' in decoded) throw new ConfigError([{ key: '(file)', message: `${file}: ${describeUtf8Problem(decoded.problem)}` }], file);
+  return parseConfigText(decoded.text, file);
 }
 
 /** Parses YAML/JSON config text; `source` names it in errors. */

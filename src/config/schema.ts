@@ -266,6 +266,8 @@ export class ConfigError extends Error {
 }
 
 function show(value: unknown): string {
+  // JSON would print NaN and ±Infinity as null: name them as they are.
+  if (typeof value === 'number' && !Number.isFinite(value)) return String(value);
   try {
     const s = JSON.stringify(value) ?? String(value);
     return s.length > 60 ? `${s.slice(0, 57)}...` : s;

@@ -1,5 +1,6 @@
 export * from './errors.js';
 export * from './split.js';
+export * from './utf8.js';
 export * from './read.js';
 export * from './schemas.js';
 export * from './load.js';

@@ -53,6 +53,9 @@ function selectSplit(table: RawTable, spec: string | undefined): SelectedRow[] {
     let rows: unknown[];
     let name: string | undefined;
     if (table.kind === 'flat') {
+      // A single file holds one split, which Hugging Face `datasets` calls 'train'. Any other name
+      // cannot be honoured: answering it with the same rows would evaluate on training data.
+      if (slice.split !== '' && slice.split !== FLAT_SPLIT_NAME) throw new DatasetError({ file: table.file }, flatSplitMessage(slice.split, spec));
       rows = table.rows;
       name = undefined;
     } else {
@@ -66,6 +69,17 @@ function selectSplit(table: RawTable, spec: string | undefined): SelectedRow[] {
     for (const [index, row] of sliceWithIndex(rows, slice)) out.push({ split: name, index, row });
   }
   return out;
+}
+
+/** The split name a single-table file answers to (besides an empty name such as `[:8]`). */
+export const FLAT_SPLIT_NAME = 'train';
+
+function flatSplitMessage(split: string, spec: string): string {
+  return (
+    `split '${split}' (in '${spec}') does not exist: a single file holds one split, named '${FLAT_SPLIT_NAME}' as in Hugging Face datasets ` +
+    `(select its rows with '${FLAT_SPLIT_NAME}[a:b]' or '[a:b]'). For a separate '${split}' split, put one file per split in a directory ` +
+    `(${FLAT_SPLIT_NAME}.parquet, ${split}.parquet) and point dataset.path at it, or point dataset.eval_path at the ${split} file`
+  );
 }
 
 function listSplits(table: Extract<RawTable, { kind: 'splits' }>): string {

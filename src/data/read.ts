@@ -2,15 +2,15 @@ import { readFile, readdir, stat } from 'node:fs/promises';
 import { basename, extname, join } from 'node:path';
 import { asyncBufferFromFile, parquetReadObjects } from 'hyparquet';
 import { DatasetError } from './errors.js';
+import { decodeUtf8, describeUtf8Problem } from './utf8.js';
 
 /** File formats the loaders read. */
 export type DatasetFormat = 'json' | 'jsonl' | 'parquet';
 
 /**
  * The raw rows of a dataset source. `flat` sources (a JSON array, a JSONL or Parquet file) hold a
- * single table that every split name selects, as `datasets` calls a lone data file "train"
- * whatever it was; `splits` sources ({split: rows} JSON, or a directory of per-split files) are
- * selected by name.
+ * single table, the split `train` (as `datasets` calls a lone data file); `splits` sources
+ * ({split: rows} JSON, or a directory of per-split files) are selected by name.
  */
 export type RawTable =
   | { kind: 'flat'; file: string; rows: unknown[] }
@@ -40,8 +40,38 @@ export async function readRawTable(path: string, format?: DatasetFormat): Promis
   return { kind: 'flat', file: path, rows };
 }
 
+/**
+ * Reads a text file as strict UTF-8. `rowOfLine` maps a 1-based line to the row it holds (JSONL),
+ * so the error names the row as well as the byte offset.
+ */
+async function readUtf8(file: string, rowOfLine?: (bytes: Uint8Array, line: number) => number): Promise<string> {
+  const bytes = await readFile(file);
+  const r = decodeUtf8(bytes);
+  if ('text' in r) return r.text;
+  const row = rowOfLine?.(bytes, r.problem.line);
+  throw new DatasetError({ file, ...(row !== undefined ? { row } : {}) }, describeUtf8Problem(r.problem));
+}
+
+/** The JSONL row on a 1-based line: blank lines before it hold no row. */
+function jsonlRowOfLine(bytes: Uint8Array, line: number): number {
+  let row = 0;
+  let l = 1;
+  let blank = true;
+  for (let i = 0; i < bytes.length && l < line; i++) {
+    const b = bytes[i];
+    if (b === 0x0a) {
+      if (!blank) row++;
+      blank = true;
+      l++;
+    } else if (b !== 0x20 && b !== 0x09 && b !== 0x0d) {
+      blank = false;
+    }
+  }
+  return row;
+}
+
 async function readJson(file: string): Promise<RawTable> {
-  const text = await readFile(file, 'utf8');
+  const text = await readUtf8(file);
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -63,7 +93,7 @@ async function readJson(file: string): Promise<RawTable> {
 }
 
 async function readJsonl(file: string): Promise<unknown[]> {
-  const text = await readFile(file, 'utf8');
+  const text = await readUtf8(file, jsonlRowOfLine);
   const rows: unknown[] = [];
   const lines = text.split(/\r?\n/);
   for (let i = 0; i < lines.length; i++) {

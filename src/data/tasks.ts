@@ -20,10 +20,10 @@ export const paperSplits = {
     iac: { train: 'train[:1000]', eval: 'test[:1000]' },
   },
   /**
-   * CoopHumanEval/16–81 train, /0–15 eval. The HF dataset has a single split (`test` in the
-   * fork configs, `train` in the newest upstream); a flat local file accepts either name.
+   * CoopHumanEval/16–81 train, /0–15 eval, from one local file: its only split is `train` (see
+   * loadRows). A hub-layout directory holding the fork's `test` split takes `test[16:]` / `test[:16]`.
    */
-  coophe: { train: 'test[16:]', eval: 'test[:16]' },
+  coophe: { train: 'train[16:]', eval: 'train[:16]' },
   /** The 10 packaged tasks: 0002 and 0101–0107 train, 0108–0109 eval. */
   housebuild: { train: '[:8]', eval: '[8:]' },
 } as const;
