@@ -6,6 +6,8 @@ import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { initBackend } from '../../src/backend/init.js';
+import { memorySettingsOf } from '../../src/config/schema.js';
+import { configureMemory } from '../../src/memory/settings.js';
 import { CheckpointError, listCheckpoints, MANIFEST_FILE, verifyCheckpoint, writeFileAtomically } from '../../src/checkpoint/atomic.js';
 import { ProgressBar } from '../../src/logging/progress.js';
 import { handleInterrupts, yieldToEventLoop } from '../interrupt.js';
@@ -97,6 +99,7 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
   if (outProblem !== undefined) throw new UsageError(outProblem, 'eval');
 
   const backend = await initBackend(config.backend);
+  configureMemory(memorySettingsOf(config.memory));
   const task = await setupTask(config);
   try {
     const n = numAgentsOf(config, task.env.numAgents);
