@@ -70,6 +70,14 @@ class RunnerLost(Exception):
         self.message = message
 
 
+class _DecodeOverrun(BaseException):
+    """SIGALRM while decoding an answer (a BaseException: nothing in the decoder catches it)."""
+
+
+def _decode_overrun(signum, frame):
+    raise _DecodeOverrun()
+
+
 class HarnessLimit(Exception):
     """A test passes something to the candidate that cannot cross the process boundary."""
 
@@ -296,11 +304,21 @@ class Runner:
             except OSError:  # EPIPE: the runner is gone
                 self.lose("fail", None)
 
-    def read_line(self, until, deadline_kind):
-        """The next line from fd 3 (without its newline)."""
+    def read_line(self, until, deadline_kind, prefix=None):
+        """The next line from fd 3 (without its newline); with ``prefix``, the next line that
+        starts with it, everything else being skipped in bulk (junk costs no parsing)."""
         while True:
+            if prefix is not None:
+                at = 0 if self.buffer.startswith(prefix) else self.buffer.find(b"\n" + prefix)
+                if at < 0:
+                    # Keep only the last partial line, which may still become a match.
+                    cut = self.buffer.rfind(b"\n")
+                    if cut >= 0:
+                        del self.buffer[: cut + 1]
+                elif at > 0:
+                    del self.buffer[: at + 1]
             nl = self.buffer.find(b"\n")
-            if nl >= 0:
+            if nl >= 0 and (prefix is None or self.buffer.startswith(prefix)):
                 line = bytes(self.buffer[:nl])
                 del self.buffer[: nl + 1]
                 return line
@@ -422,7 +440,6 @@ class Judge:
         self.stderr = Output(cap)
         self.runner = None
         self.attempts = 0
-        self.call_id = 0
         self.test_deadline = None
         self.alarm_spent = False
         self.warned = set()
@@ -490,7 +507,8 @@ class Judge:
         self.runner.budget = MAX_READ_PER_WAIT
         try:
             while True:
-                event = parse_message(self.runner.read_line(until, self._kind(until)))
+                line = self.runner.read_line(until, self._kind(until), b'{"ev": "exec", ')
+                event = parse_message(line)
                 if event and event.get("ev") == "exec" and type(event.get("ok")) is bool:
                     if event["ok"]:
                         return {"ev": "exec", "ok": True}
@@ -521,8 +539,8 @@ class Judge:
             wire_kwargs = [[k, to_wire(v)] for k, v in kwargs.items()]
         except RecursionError:
             raise HarnessLimit("an argument nested too deeply") from None
-        self.call_id += 1
-        call_id = self.call_id
+        # A random id: an answer can only come from code that has read this call's request.
+        call_id = int.from_bytes(os.urandom(6), "big")
         # The reference's alarm fires once per test: once candidate code has swallowed it, the
         # rest of the test runs without one (the hard limit below still holds).
         alarm = None if self.alarm_spent else self.test_deadline - now
@@ -532,8 +550,9 @@ class Judge:
         runner = self.runner
         try:
             runner.send(message, hard, kind)
+            prefix = b'{"id": %d, ' % call_id
             while True:
-                reply = parse_message(runner.read_line(hard, kind))
+                reply = parse_message(runner.read_line(hard, kind, prefix))
                 if reply is not None and type(reply.get("id")) is int and reply["id"] == call_id:
                     break
         except RunnerLost:
@@ -542,10 +561,18 @@ class Judge:
         if reply.get("x") is True:
             self.alarm_spent = True
         if "r" in reply:
+            # Decoding is bounded in time too: sets and dicts of ints with colliding hashes
+            # would otherwise make it quadratic.
+            signal.signal(signal.SIGALRM, _decode_overrun)
+            signal.setitimer(signal.ITIMER_REAL, max(1e-3, hard - time.monotonic()))
             try:
                 return from_wire(reply["r"])
             except (BadAnswer, RecursionError, ValueError, MemoryError) as e:
                 raise CandidateError("TypeError", "the answer is not plain data: %s" % e) from None
+            except _DecodeOverrun:
+                raise TimeoutException(TIMEOUT_MESSAGE) from None
+            finally:
+                signal.setitimer(signal.ITIMER_REAL, 0)
         if reply.get("to") is True:
             self.alarm_spent = True
             raise TimeoutException(_cap(reply.get("m", TIMEOUT_MESSAGE)))
@@ -701,7 +728,26 @@ def _limit_self(job):
             pass
 
 
+def _harden():
+    """Not dumpable: a same-user process (a runner without Landlock or namespaces, say) can
+    neither ptrace this process nor read its memory through /proc. Dies with its parent (Node)."""
+    if not sys.platform.startswith("linux"):
+        return
+    try:
+        import ctypes
+
+        libc = ctypes.CDLL(None, use_errno=True)
+        PR_SET_PDEATHSIG, PR_SET_DUMPABLE = 1, 4
+        libc.prctl(ctypes.c_int(PR_SET_DUMPABLE), ctypes.c_ulong(0), ctypes.c_ulong(0),
+                   ctypes.c_ulong(0), ctypes.c_ulong(0))
+        libc.prctl(ctypes.c_int(PR_SET_PDEATHSIG), ctypes.c_ulong(signal.SIGKILL),
+                   ctypes.c_ulong(0), ctypes.c_ulong(0), ctypes.c_ulong(0))
+    except (OSError, AttributeError):
+        pass
+
+
 def main():
+    _harden()
     raw = sys.stdin.buffer.read(MAX_JOB_BYTES)
     job = json.loads(raw.decode("utf-8"))
     _limit_self(job)

@@ -787,8 +787,8 @@ def serve(reader, env, channel):
             while view:
                 view = view[os.write(RESULT_FD, view):]
         else:
-            reply["id"] = call_id
-            channel.emit(reply)
+            # The id goes first: the judge looks for lines that start with it.
+            channel.emit(dict([("id", call_id)] + list(reply.items())))
 
 
 def main():
