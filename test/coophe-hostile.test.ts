@@ -345,3 +345,32 @@ describe('CoopHE hostile candidates (issue 12)', () => {
     expect(readdirSync(workBase)).toEqual([]);
   });
 });
+
+describe('CoopHE oversized completions', () => {
+  it('a 65 MiB completion is scored as code that does not compile, with a warning, and nothing throws', async () => {
+    const logs: string[] = [];
+    const r = new CoopHERewardRunner({ testTimeoutS: TEST_TIMEOUT_S, tmpDir: workBase, log: (m) => logs.push(m) });
+    // The comment line is inside the function, so cleanup keeps it in the combined code.
+    const huge = main().replace('    r = aux(n)\n', `    # ${'x'.repeat(65 * 1024 * 1024)}\n    r = aux(n)\n`);
+    const b = await r.breakdown(AUX, huge, problem);
+    // Both functions defined (0.4 + 0.6), then the syntax level fails: 1.0, below the 1.5 of
+    // the same code without the comment.
+    expect(b.reward).toBe(1.0);
+    expect(b.syntax_passed).toBe(false);
+    expect(b.syntax_message).toMatch(/over the sandbox limit of 8388608 \(option maxCodeBytes\)/);
+    expect(b.sandbox?.attempts).toBe(0);
+    expect(logs.some((m) => /maxCodeBytes/.test(m))).toBe(true);
+  }, 60_000);
+
+  it('the limit is an option; code at the limit still runs', async () => {
+    const code = main();
+    const size = Buffer.byteLength(honest.combined_code!, 'utf8');
+    const logs: string[] = [];
+    const options = { testTimeoutS: TEST_TIMEOUT_S, tmpDir: workBase, log: (m: string) => logs.push(m) };
+    const atLimit = await new CoopHERewardRunner({ ...options, maxCodeBytes: size }).breakdown(AUX, code, problem);
+    expect(atLimit.reward).toBe(WRONG);
+    const below = await new CoopHERewardRunner({ ...options, maxCodeBytes: size - 1 }).breakdown(AUX, code, problem);
+    expect(below.reward).toBe(1.0);
+    expect(logs).toHaveLength(1);
+  });
+});

@@ -435,6 +435,9 @@ class Judge:
         self.max_timeouts = int(job.get("max_timeouts", 3))
         self.double_eval = bool(job.get("double_eval"))
         self.inject_math = bool(job.get("inject_math"))
+        self.imports = job.get("imports") or ""
+        self.import_names = None
+        self.imported = None
         cap = int(job.get("output_limit", 65536))
         self.stdout = Output(cap)
         self.stderr = Output(cap)
@@ -598,9 +601,29 @@ class Judge:
             except (SyntaxError, ValueError, RecursionError, MemoryError, OverflowError):
                 continue  # running it raises the same error: a failed test
             for name in _names(code):
-                if name not in env and name not in BUILTIN_NAMES:
+                if name in env:
+                    continue
+                if name in self.imports and name in self._import_names() and name in self._imported():
+                    env[name] = self.imported[name]
+                elif name not in BUILTIN_NAMES:
                     env[name] = CandidateFunction(self, name)
         return env
+
+    def _import_names(self):
+        if self.import_names is None:
+            self.import_names = _bound_names(self.imports)
+        return self.import_names
+
+    def _imported(self):
+        """The problem's own imports (trusted prompt text, the first lines of the combined code),
+        executed here once, only when a test uses a name they bind (``math.sqrt(2)``, say)."""
+        if self.imported is None:
+            self.imported = {}
+            try:
+                exec(self.imports, self.imported)
+            except Exception:
+                pass  # the candidate's definitions fail to load as well: no test runs
+        return self.imported
 
     def run_test(self, test):
         """Returns (status, error_type, message)."""
@@ -688,6 +711,22 @@ class Judge:
             self.runner = None
         _emit({"ev": "done", "attempts": self.attempts, "stdout": self.stdout.text(),
                "stderr": self.stderr.text()})
+
+
+def _bound_names(imports):
+    """Names bound by the import statements in ``imports``."""
+    import ast
+
+    names = set()
+    try:
+        tree = ast.parse(imports)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return names
+    for node in tree.body:
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            for alias in node.names:
+                names.add(alias.asname or alias.name.split(".")[0])
+    return names
 
 
 def _names(code):

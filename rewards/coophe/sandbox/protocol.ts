@@ -52,6 +52,8 @@ export interface JudgeJob {
   tests: string[];
   /** Feedback only: main's function text for the AST check of its aux calls. */
   main_func: string | null;
+  /** Import lines of the problem (trusted): names they bind resolve in the judge, not the sandbox. */
+  imports: string;
   inject_math: boolean;
   double_eval: boolean;
   test_timeout_s: number;

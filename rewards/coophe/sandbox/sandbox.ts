@@ -41,6 +41,11 @@ export interface SandboxProgram {
   doubleEval: boolean;
   /** Feedback only: main's function text for the AST check of how it uses aux. */
   mainFunc?: string | null;
+  /**
+   * The problem's import lines (trusted text, also at the top of `code`). A test that uses a name
+   * they bind (`math.sqrt(2)`) gets the judge's own module, as the reference's shared globals would.
+   */
+  imports?: string;
 }
 
 /** What happened to a program. */
@@ -173,6 +178,7 @@ export class PythonSandbox {
       code: program.code,
       tests: program.tests,
       main_func: program.mainFunc ?? null,
+      imports: program.imports ?? '',
       inject_math: program.injectMath,
       double_eval: program.doubleEval,
       test_timeout_s: o.testTimeoutS,
