@@ -1,7 +1,8 @@
 """comlrl CoopHE judge: the trusted side of a CoopHE run.
 
-Node starts this script with ``python3 -I -S -B judge.py`` and writes one JSON job to stdin; the
-judge reports newline-delimited JSON events on stdout. It never executes candidate code. It
+Node starts this script with ``python3 -I -S -B judge.py`` and writes JSON jobs to stdin, one per
+line; for each, the judge reports newline-delimited JSON events on stdout, ending with ``done``,
+then waits for the next. It never executes candidate code. It
 starts the sandboxed runner (``runner.py``, possibly under ``unshare``) as a child with nothing
 but four pipes (job and calls in, candidate stdout, candidate stderr, answers out), and runs the
 problem's tests itself: every name a test uses that is not a built-in (the entry point, usually)
@@ -744,16 +745,14 @@ def _safe_str(value):
         return "<unprintable>"
 
 
-def _limit_self(job):
-    """The judge runs only dataset test code and parses capped answers; bound it anyway."""
+def _limit_self():
+    """The judge runs only dataset test code and parses capped answers; bound its memory anyway
+    (a soft limit: the runners it starts set their own)."""
     try:
         import resource
     except ImportError:
         return
-    mb = 1024 * 1024
-    for name, soft in (("RLIMIT_AS", int(job.get("judge_memory_mb", 2048)) * mb),
-                       ("RLIMIT_CPU", int(float(job.get("wall_s", 600)) + 10)),
-                       ("RLIMIT_CORE", 0)):
+    for name, soft in (("RLIMIT_AS", 2048 * 1024 * 1024), ("RLIMIT_CORE", 0)):
         res = getattr(resource, name, None)
         if res is None:
             continue
@@ -761,10 +760,30 @@ def _limit_self(job):
             _, hard = resource.getrlimit(res)
             if hard != resource.RLIM_INFINITY:
                 soft = min(soft, hard)
-            # Soft limits only: the runner sets its own (possibly larger) limits after exec.
             resource.setrlimit(res, (soft, hard))
         except (ValueError, OSError):
             pass
+
+
+class _Jobs:
+    """Job lines from stdin (``os.read``: no buffering surprises across jobs)."""
+
+    def __init__(self):
+        self.buffer = bytearray()
+
+    def next(self):
+        while True:
+            nl = self.buffer.find(b"\n")
+            if nl >= 0:
+                line = bytes(self.buffer[:nl])
+                del self.buffer[: nl + 1]
+                return line
+            if len(self.buffer) > MAX_JOB_BYTES:
+                raise ValueError("job over %d bytes" % MAX_JOB_BYTES)
+            chunk = os.read(0, 1 << 20)
+            if not chunk:
+                return None
+            self.buffer += chunk
 
 
 def _harden():
@@ -787,15 +806,22 @@ def _harden():
 
 def main():
     _harden()
-    raw = sys.stdin.buffer.read(MAX_JOB_BYTES)
-    job = json.loads(raw.decode("utf-8"))
-    _limit_self(job)
+    _limit_self()
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
-    judge = Judge(job)
-    try:
-        judge.run()
-    finally:
-        judge.finish()
+    jobs = _Jobs()
+    while True:
+        line = jobs.next()
+        if line is None:
+            return
+        job = json.loads(line.decode("utf-8"))
+        # Each job works in its own directory (Node creates and removes it).
+        os.chdir(job["workdir"])
+        judge = Judge(job)
+        try:
+            judge.run()
+        finally:
+            judge.finish()
+            os.chdir("/")
 
 
 if __name__ == "__main__":

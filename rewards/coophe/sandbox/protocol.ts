@@ -70,6 +70,8 @@ export interface JudgeJob {
   sandbox: RunnerSandboxConfig;
   /** Bytes of candidate stdout and of stderr kept. */
   output_limit: number;
+  /** A fresh directory for this job's runners (Node creates and removes it). */
+  workdir: string;
 }
 
 /** Outcome of `ast.parse` on the combined code. */

@@ -18,7 +18,8 @@ import { readdirSync, readFileSync } from 'node:fs';
 import { PYTHON_FLAGS, setUpSandbox, sandboxConfig, type CoopHESandboxIsolation, type SandboxSetup } from './launch.js';
 import { resolveSandboxOptions, type CoopHESandboxOptions, type ResolvedSandboxOptions } from './options.js';
 import { Pool } from './pool.js';
-import { runJudge, type JudgeRunResult } from './judge.js';
+import { JudgeProcess, type JudgeRunResult } from './judge.js';
+import { makeWorkDir, removeWorkDir } from './workdir.js';
 import type { ExecReport, JudgeJob, RunnerIsolation, SyntaxReport, TestOutcome } from './protocol.js';
 
 /** Raised when the sandbox itself (not the candidate) fails: the judge or the runner did not start. */
@@ -94,6 +95,9 @@ function sweepTagged(tag: string): void {
   }
 }
 
+// How long an idle judge process is kept for the next call.
+const JUDGE_IDLE_MS = 30_000;
+
 function exitDescription(a: JudgeRunResult): string {
   if (a.killedBy === 'deadline') return 'the call exceeded its wall-clock limit';
   if (a.signal) return `the judge process was killed by ${a.signal}`;
@@ -116,6 +120,7 @@ export class PythonSandbox {
   private readonly pool: Pool;
   private readonly sweep: boolean;
   private readonly warned = new Set<string>();
+  private readonly idleJudges: JudgeProcess[] = [];
   private calls = 0;
 
   constructor(options: CoopHESandboxOptions = {}) {
@@ -139,6 +144,18 @@ export class PythonSandbox {
   /** The per-test limit in seconds. */
   get testTimeoutS(): number {
     return this.options.testTimeoutS;
+  }
+
+  /** Ends the idle judge processes now (they also end by themselves after a while idle, and with Node). */
+  close(): void {
+    for (const judge of this.idleJudges.splice(0)) judge.kill();
+  }
+
+  private takeIdleJudge(): JudgeProcess | undefined {
+    for (let judge = this.idleJudges.pop(); judge; judge = this.idleJudges.pop()) {
+      if (judge.alive) return judge;
+    }
+    return undefined;
   }
 
   /** Checks and runs `program`, waiting for a pool slot first. */
@@ -173,7 +190,7 @@ export class PythonSandbox {
     }
     const phaseS = o.testTimeoutS + o.graceS;
     const wallS = o.wallClockLimitS ?? o.startupTimeoutS + (n + 2) * phaseS;
-    const job: JudgeJob = {
+    const job: Omit<JudgeJob, 'workdir'> = {
       mode,
       code: program.code,
       tests: program.tests,
@@ -195,14 +212,26 @@ export class PythonSandbox {
     };
     // The judge enforces every limit itself; this is the backstop should it hang.
     const deadline = started + (wallS + o.graceS + o.startupTimeoutS) * 1000;
-    const a = await runJudge(job, {
-      command: this.python,
-      args: PYTHON_FLAGS,
-      judgePath: this.setup.judgePath,
-      tmpDir: o.tmpDir,
-      tag,
-      deadline,
-    });
+    const workDir = await makeWorkDir(o.tmpDir);
+    let a: JudgeRunResult;
+    let judge: JudgeProcess;
+    try {
+      for (;;) {
+        const reused = this.takeIdleJudge();
+        judge = reused ?? new JudgeProcess({ command: this.python, args: PYTHON_FLAGS, judgePath: this.setup.judgePath, cwd: o.tmpDir });
+        a = await judge.run({ ...job, workdir: workDir }, deadline);
+        // A reused judge that ended while idle (before this job began): take a fresh one.
+        if (!(reused && a.events.length === 0 && a.killedBy === null)) break;
+      }
+    } finally {
+      await removeWorkDir(workDir);
+    }
+    if (judge.alive && a.killedBy === null && a.events.at(-1)?.ev === 'done') {
+      judge.idle(JUDGE_IDLE_MS);
+      this.idleJudges.push(judge);
+    } else {
+      judge.kill();
+    }
     if (this.sweep) sweepTagged(tag);
     if (a.spawnError) throw new CoopHESandboxError(`CoopHE sandbox: cannot start the judge: ${a.spawnError.message}`);
 
