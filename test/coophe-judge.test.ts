@@ -8,8 +8,12 @@
  * evaluation (the function runs twice per `assert f(x) == y`, side effects count).
  */
 import { spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import path from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { CoopHERewardRunner } from '../rewards/coophe/index.js';
+import { CoopHERewardRunner, type CoopHEProblem } from '../rewards/coophe/index.js';
 
 const CODE = String.raw`import math
 
@@ -145,5 +149,76 @@ describe('CoopHE judge: honest code keeps the reference test semantics', () => {
     const code = 'def f(x):\n    return {}[x]\n';
     const report = await runner.sandbox.run({ code, tests: ["assert f('k') == 1"], injectMath: false, doubleEval: false }, 'feedback');
     expect(report.tests[0]).toEqual({ status: 'fail', errorType: 'KeyError', errorMessage: "'k'" });
+  });
+});
+
+/** Judge processes carrying `tag` on their command line. */
+function judges(tag: string): number[] {
+  const found: number[] = [];
+  for (const entry of readdirSync('/proc')) {
+    if (!/^\d+$/.test(entry)) continue;
+    try {
+      if (readFileSync(`/proc/${entry}/cmdline`, 'utf8').includes(`--comlrl-judge=${tag}\0`)) found.push(Number(entry));
+    } catch {
+      // gone, or not ours to read
+    }
+  }
+  return found;
+}
+
+const inc: CoopHEProblem = {
+  task_id: 'judge/0',
+  prompt: 'def inc(n):\n    """Return n + 1."""\n',
+  test: 'def check(candidate):\n    assert candidate(1) == 2\n    assert candidate(2) == 3\n',
+  entry_point: 'inc',
+};
+const AUX = 'def aux(n):\n    return n + 1\n';
+const MAIN = 'def inc(n):\n    r = aux(n)\n    r = r * 1\n    return r\n';
+
+describe.runIf(process.platform === 'linux')('CoopHE judge processes', () => {
+  it('one judge serves consecutive calls; a judge that dies is replaced', async () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'comlrl-judges-'));
+    try {
+      const r = new CoopHERewardRunner({ concurrency: 1, tmpDir: dir, log: () => undefined });
+      expect(await r.reward(AUX, MAIN, inc)).toBe(4.0);
+      const first = judges(r.sandbox.judgeTag);
+      expect(first).toHaveLength(1);
+      expect(await r.reward(AUX, MAIN, inc)).toBe(4.0);
+      expect(judges(r.sandbox.judgeTag)).toEqual(first);
+      process.kill(first[0], 'SIGKILL');
+      expect(await r.reward(AUX, MAIN, inc)).toBe(4.0);
+      const second = judges(r.sandbox.judgeTag);
+      expect(second).toHaveLength(1);
+      expect(second).not.toEqual(first);
+      r.sandbox.close();
+      await new Promise((resolve) => setTimeout(resolve, 300));
+      expect(judges(r.sandbox.judgeTag)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it('idle judges neither keep Node running nor outlive it', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'comlrl-judges-'));
+    try {
+      const built = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', 'dist', 'rewards', 'coophe', 'index.js');
+      const script = [
+        `const m = await import(${JSON.stringify(built)});`,
+        `const r = new m.CoopHERewardRunner({ tmpDir: ${JSON.stringify(dir)}, log: () => {} });`,
+        `console.log(await r.reward(${JSON.stringify(AUX)}, ${JSON.stringify(MAIN)}, ${JSON.stringify(inc)}), r.sandbox.judgeTag);`,
+      ].join('\n');
+      const t0 = Date.now();
+      const child = spawnSync(process.execPath, ['--input-type=module', '-e', script], { encoding: 'utf8', timeout: 20_000 });
+      expect(child.status, child.stderr).toBe(0);
+      const [reward, tag] = child.stdout.trim().split(' ');
+      expect(reward).toBe('4');
+      // Without the unref of idle judges, Node would wait for the 30 s idle timeout.
+      expect(Date.now() - t0).toBeLessThan(15_000);
+      const deadline = Date.now() + 2000;
+      while (judges(tag).length > 0 && Date.now() < deadline) spawnSync('sleep', ['0.1']);
+      expect(judges(tag)).toEqual([]);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
   });
 });

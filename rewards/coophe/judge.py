@@ -809,6 +809,7 @@ def main():
     _limit_self()
     signal.signal(signal.SIGPIPE, signal.SIG_IGN)
     jobs = _Jobs()
+    home = os.getcwd()
     while True:
         line = jobs.next()
         if line is None:
@@ -821,7 +822,7 @@ def main():
             judge.run()
         finally:
             judge.finish()
-            os.chdir("/")
+            os.chdir(home)
 
 
 if __name__ == "__main__":

@@ -30,6 +30,8 @@ export interface JudgeCommand {
   judgePath: string;
   /** Working directory of the judge between jobs. */
   cwd: string;
+  /** `--comlrl-judge=<tag>` on its command line, to find it by name. */
+  tag: string;
 }
 
 // A job's output is a few events per test plus the capped candidate output; far beyond this is a
@@ -86,7 +88,7 @@ export class JudgeProcess {
   private killed = false;
 
   constructor(c: JudgeCommand) {
-    this.child = spawn(c.command, [...c.args, c.judgePath, '--comlrl-judge'], {
+    this.child = spawn(c.command, [...c.args, c.judgePath, `--comlrl-judge=${c.tag}`], {
       cwd: c.cwd,
       env: {},
       stdio: ['pipe', 'pipe', 'pipe'],

@@ -115,6 +115,8 @@ export class PythonSandbox {
   readonly python: string;
   /** Prefix of every run's `--comlrl-sandbox=` tag (unique per instance). */
   readonly tagPrefix: string;
+  /** The `--comlrl-judge=` tag of this instance's judge processes (they outlive a call: reused). */
+  readonly judgeTag: string;
   private readonly options: ResolvedSandboxOptions;
   private readonly setup: SandboxSetup;
   private readonly pool: Pool;
@@ -130,6 +132,7 @@ export class PythonSandbox {
     this.python = this.setup.python;
     this.pool = new Pool(this.options.concurrency);
     this.tagPrefix = `coophe-${process.pid}-${randomBytes(4).toString('hex')}`;
+    this.judgeTag = `judge-${process.pid}-${randomBytes(4).toString('hex')}`;
     this.sweep = process.platform === 'linux' && !this.isolation.namespaces.includes('pid') && !this.isolation.seccomp;
     if (this.isolation.warnings.length > 0) {
       this.options.log(`CoopHE sandbox (${this.isolation.launcher}): ${this.isolation.warnings.join('; ')}`);
@@ -218,7 +221,7 @@ export class PythonSandbox {
     try {
       for (;;) {
         const reused = this.takeIdleJudge();
-        judge = reused ?? new JudgeProcess({ command: this.python, args: PYTHON_FLAGS, judgePath: this.setup.judgePath, cwd: o.tmpDir });
+        judge = reused ?? new JudgeProcess({ command: this.python, args: PYTHON_FLAGS, judgePath: this.setup.judgePath, cwd: o.tmpDir, tag: this.judgeTag });
         a = await judge.run({ ...job, workdir: workDir }, deadline);
         // A reused judge that ended while idle (before this job began): take a fresh one.
         if (!(reused && a.events.length === 0 && a.killedBy === null)) break;
