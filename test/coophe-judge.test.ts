@@ -24,7 +24,8 @@ def probe(k):
         'complex': 1 + 2j, 'frozen': frozenset({1}), 'set': {1, 2}, 'str': 'é\u2603\ud800',
         'none': None, 'dictorder': {'b': 1, 'a': 2}, 'range': range(3),
         'nested': {'a': [1, (2, 3.5)], 'b': None, 3: {4, 5}, (1, 'x'): [[], {}]},
-        'sqrt': math.sqrt(2), 'tiny': 5e-324, 'emptytuple': (),
+        'sqrt': math.sqrt(2), 'tiny': 5e-324, 'emptytuple': (), 'huge': -7 ** 6000,
+        'edge': [2 ** 63 - 1, -2 ** 63, 2 ** 63, -2 ** 63 - 1],
     }
     if k not in values:
         raise ValueError('unknown kind %s' % k)
@@ -65,6 +66,10 @@ const TESTS = [
   "assert probe('sqrt') == math.sqrt(2)",
   "assert probe('tiny') > 0",
   "assert probe('emptytuple') == ()",
+  "assert probe('huge') == -7 ** 6000",
+  "assert probe('huge') == -7 ** 6000 + 1",
+  "assert probe('edge') == [2 ** 63 - 1, -2 ** 63, 2 ** 63, -2 ** 63 - 1]",
+  "assert echo(-7 ** 6000, 2 ** 64) == [[-7 ** 6000, 2 ** 64], {}]",
   "assert abs(probe('float1') - 0.9) < 0.2",
   "assert probe('missing') == 1",
   "assert undefined_function(1) == 1",

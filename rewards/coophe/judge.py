@@ -42,6 +42,8 @@ MAX_JOB_BYTES = 512 * 1024 * 1024
 MAX_LINE_BYTES = 16 * 1024 * 1024
 MAX_READ_PER_WAIT = 64 * 1024 * 1024
 MAX_DEPTH = 100
+BIG_INT = 1 << 63
+_HEX = re.compile(r"-?[1-9a-f][0-9a-f]*")
 MAX_MESSAGE_CHARS = 65536
 TIMEOUT_MESSAGE = "Code execution timed out"
 EQ_TEST = re.compile(r"assert\s+(\w+)\(([^)]*)\)\s*==\s*(.+)")
@@ -107,8 +109,11 @@ def to_wire(value, depth=0):
     if depth > MAX_DEPTH:
         raise HarnessLimit("an argument nested more than %d levels deep" % MAX_DEPTH)
     t = type(value)
-    if value is None or t is bool or t is str or t is int:
+    if value is None or t is bool or t is str:
         return value
+    if t is int:
+        # Large ints travel in hex: decimal conversion is capped (4300 digits) and quadratic.
+        return value if -BIG_INT < value < BIG_INT else {"x": format(value, "x")}
     if t is float:
         return {"f": repr(value)}
     if t is list:
@@ -160,6 +165,13 @@ def from_wire(value, depth=0):
         (tag, body), = value.items()
         if tag == "f":
             return _float(body)
+        if tag == "x":
+            if type(body) is not str or not _HEX.fullmatch(body):
+                raise BadAnswer("malformed int")
+            value = int(body, 16)
+            if -BIG_INT < value < BIG_INT:
+                raise BadAnswer("malformed int")  # one spelling per value
+            return value
         if tag == "c":
             if type(body) is not list or len(body) != 2:
                 raise BadAnswer("malformed complex")

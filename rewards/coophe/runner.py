@@ -36,6 +36,7 @@ MAX_REQUEST_BYTES = 64 * 1024 * 1024
 MAX_REPLY_BYTES = 16 * 1024 * 1024
 MAX_MESSAGE_CHARS = 65536
 MAX_DEPTH = 100
+BIG_INT = 1 << 63
 RUNNER_PID = os.getpid()
 
 
@@ -640,7 +641,8 @@ def to_wire(value, depth=0):
     if value is None or t is bool or t is str:
         return value
     if t is int:
-        return value
+        # Large ints travel in hex: decimal conversion is capped (4300 digits) and quadratic.
+        return value if -BIG_INT < value < BIG_INT else {"x": int.__format__(value, "x")}
     if t is float:
         return {"f": float.__repr__(value)}
     if t is list:
@@ -679,6 +681,8 @@ def from_wire(value, depth=0):
         (tag, body), = value.items()
         if tag == "f":
             return _float(body)
+        if tag == "x":
+            return int(body, 16)
         if tag == "c":
             return complex(_float(body[0]), _float(body[1]))
         if tag == "b":
