@@ -34,6 +34,9 @@ def probe(k):
 def echo(*args, **kwargs):
     return [list(args), kwargs]
 
+def reads():
+    return input()
+
 def count():
     globals()['N'] = globals().get('N', 0) + 1
     return globals()['N']
@@ -77,6 +80,8 @@ const TESTS = [
   "assert sorted(probe('set')) == [1, 2]",
   "assert echo([1, (2, 3)], k={'x': 1.5}) == [[[1, (2, 3)]], {'k': {'x': 1.5}}]",
   "assert echo(*[1, 2]) == [[1, 2], {}]",
+  "assert reads() == ''",
+  "assert probe('list') == [1, 2]",
   'assert count() == 2',
   'assert count() == 4',
   'assert count() == 5',

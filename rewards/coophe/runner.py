@@ -803,6 +803,13 @@ def main():
     channel = Channel()
     cfg = job.get("sandbox", {})
     isolation = apply_sandbox(cfg)
+    # Calls arrive on a private copy of stdin; fd 0 itself reads /dev/null, so candidate code
+    # that calls input() gets EOFError (as with the reference's detached stdin) instead of
+    # swallowing the judge's requests.
+    reader._fd = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
     cap = int(cfg.get("output_chars", 65536))
     sys.stdout = CappedWriter(1, cap)
     sys.stderr = CappedWriter(2, cap)
