@@ -25,6 +25,12 @@ assert, so the function runs twice and its side effects count; after ``max_timeo
 rest are skipped. Where the reference would crash or hang (candidate ``exit()``, a killed or
 stuck interpreter), the test at fault fails (or times out) and a fresh runner resumes with the
 next test.
+
+What stays untrusted: whether loading the definitions raised is reported by the runner after
+candidate code (default arguments) has run, so a definition that raises after planting a working
+function under the tested name can still be credited for that function's correct answers (the
+reference would credit none). Results that are not plain data (a ``Fraction``, a generator) fail
+even where the reference's comparison would have accepted them.
 """
 
 import builtins
