@@ -1,6 +1,7 @@
 /**
  * CoopHE reward throughput: a batch of 16 (aux, main) pairs on one 5-assert problem, scored one
- * after another (one subprocess at a time) and through the runner's pool. Figures only.
+ * after another (one sandboxed runner at a time, the judge process reused) and through the
+ * runner's pool. Figures only.
  */
 import { CoopHERewardRunner, type CoopHEPair, type CoopHEProblem } from '../rewards/coophe/index.js';
 
@@ -59,6 +60,9 @@ export async function benchCoopHE(): Promise<Record<string, number>> {
   const reps = 200;
   for (let i = 0; i < reps; i++) await sequential.reward(AUX, 'def other(s):\n    return 0\n', PROBLEM);
   const textOnlyMs = (performance.now() - textOnlyStart) / reps;
+  // Idle judge processes would otherwise linger (unreferenced) until their idle timeout.
+  pooled.sandbox.close();
+  sequential.sandbox.close();
 
   return {
     coophe_sequential_rewards_per_s: (batch.length / seqMs) * 1000,

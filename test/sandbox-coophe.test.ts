@@ -165,7 +165,7 @@ describe('CoopHE sandbox: hostile candidates', () => {
     expect(b.sandbox!.stdout.length).toBeGreaterThan(0);
   });
 
-  it('an ignored SIGALRM is caught by the Node watchdog and counts as a timeout', async () => {
+  it('an ignored SIGALRM is caught by the judge (hard limit) and counts as a timeout', async () => {
     const hostile = '    import signal\n    signal.signal(signal.SIGALRM, signal.SIG_IGN)\n    if n == 2:\n        while True:\n            pass';
     const b = await scored(mainWith(hostile), 2 * (TEST_TIMEOUT_S + GRACE_S) + 8);
     expect(b.sandbox?.tests.map((t) => t.status)).toEqual(['pass', 'timeout', 'pass']);

@@ -116,7 +116,7 @@ export async function coopHEDiagnostics(
   const s = analyzeCoopHEPair(aux, main, p);
   const tests = testCode && p.entry_point ? extractTestCases(testCode, p.entry_point) : [];
   const report = await runner.sandbox.run(
-    { code: s.combinedCode, tests, injectMath: false, doubleEval: false, mainFunc: s.mainFunc || null },
+    { code: s.combinedCode, tests, injectMath: false, doubleEval: false, mainFunc: s.mainFunc || null, imports: s.imports },
     'feedback',
   );
   const ran = report.syntax.ok && tests.length > 0;

@@ -161,7 +161,7 @@ export class CoopHERewardRunner {
     b.combined_code = s.combinedCode;
     const tests = extractTestCases(p.test, p.entry_point);
     const report = await this.sandbox.run(
-      { code: s.combinedCode, tests, injectMath: this.variant === 'upstream', doubleEval: true },
+      { code: s.combinedCode, tests, injectMath: this.variant === 'upstream', doubleEval: true, imports: s.imports },
       'reward',
     );
     b.sandbox = report;

@@ -1,32 +1,42 @@
-"""comlrl CoopHE sandbox runner.
+"""comlrl CoopHE sandbox runner: the untrusted side of a CoopHE run.
 
-Node starts this script once per (aux, main) pair with ``python3 -I -S -B runner.py`` (optionally
-under ``unshare``), writes one JSON job to stdin and reads newline-delimited JSON events from
-file descriptor 3. Candidate prints go to stdout/stderr, which Node caps and keeps apart, and
-every event carries the job's nonce, so printed text cannot pose as a result. (Candidate code
-shares this interpreter, as in the reference's in-process ``exec``: code that deliberately digs
-the nonce out of the runner's memory could still forge events; nothing here claims otherwise.)
+The judge (``judge.py``, trusted) starts this script with ``python3 -I -S -B runner.py``
+(optionally under ``unshare``), writes one JSON job line to stdin and reads newline-delimited JSON
+messages from file descriptor 3. Candidate prints go to stdout/stderr, which the judge caps and
+keeps apart.
+
+This process never sees a test: after loading the candidate's definitions it only answers calls
+(``{"id", "f": name, "a": args, "k": kwargs, "t": alarm}``) with the plain value the function
+returned, or the exception it raised. Candidate code shares this interpreter, so it can rewrite
+anything here, forge any message on fd 3 or answer calls itself; that gains it nothing, because
+the judge compares the answers with the expected values in its own process, decodes them into
+fresh built-in objects (None, bool, int, float, complex, str, bytes, list, tuple, dict, set,
+frozenset) and treats anything else as a failed call.
 
 Order of work:
   1. trusted set-up: read the job, detach from the caller (own session, parent-death signal),
      close inherited descriptors, private tmpfs work dir, resource limits, Landlock, seccomp;
   2. trusted analysis: ``ast.parse`` of the combined code (the reward's syntax level) and, for
-     feedback, the AST check of how ``main`` uses ``aux``;
-  3. untrusted execution: ``exec`` of the combined code, then one test at a time, each under a
-     SIGALRM limit, reporting ``start``/``result`` events so that Node can resume after a crash.
+     feedback, the AST check of how ``main`` uses ``aux``. These events are written in full
+     before any candidate code runs, so the judge can trust them;
+  3. untrusted execution: ``exec`` of the combined code under a SIGALRM limit, then one call at
+     a time, each under the SIGALRM limit the judge sends with it.
 """
 
 import ast
 import json
 import math
 import os
-import re
 import signal
 import sys
 
 RESULT_FD = 3
-MAX_JOB_BYTES = 64 * 1024 * 1024
+MAX_JOB_BYTES = 256 * 1024 * 1024
+MAX_REQUEST_BYTES = 64 * 1024 * 1024
+MAX_REPLY_BYTES = 16 * 1024 * 1024
 MAX_MESSAGE_CHARS = 65536
+MAX_DEPTH = 100
+BIG_INT = 1 << 63
 RUNNER_PID = os.getpid()
 
 
@@ -35,25 +45,56 @@ class TimeoutException(Exception):
     that catches ``Exception`` swallows it exactly as it would there."""
 
 
+_alarm_fired = [False]
+
+
 def _on_alarm(signum, frame):
+    _alarm_fired[0] = True
     raise TimeoutException("Code execution timed out")
 
 
 class Channel:
-    """The trusted event channel (fd 3). A forked copy of the runner must never report."""
-
-    def __init__(self, nonce):
-        self.nonce = nonce
+    """The message channel to the judge (fd 3). A forked copy of the runner must never answer."""
 
     def emit(self, event):
         if os.getpid() != RUNNER_PID:
             os._exit(0)
-        event["n"] = self.nonce
         data = (json.dumps(event, ensure_ascii=True) + "\n").encode("ascii")
         view = memoryview(data)
         while view:
             written = os.write(RESULT_FD, view)
             view = view[written:]
+
+
+class LineReader:
+    """Newline-delimited messages from stdin (the judge), read with ``os.read``."""
+
+    def __init__(self, fd):
+        self._fd = fd
+        self._buf = bytearray()
+        self._eof = False
+
+    def readline(self, cap):
+        """The next line (without its newline); None at end of input; ValueError beyond ``cap``."""
+        while True:
+            nl = self._buf.find(b"\n")
+            if nl >= 0:
+                line = bytes(self._buf[:nl])
+                del self._buf[: nl + 1]
+                return line
+            if len(self._buf) > cap:
+                raise ValueError("message over %d bytes" % cap)
+            if self._eof:
+                if not self._buf:
+                    return None
+                line = bytes(self._buf)
+                self._buf.clear()
+                return line
+            chunk = os.read(self._fd, 1 << 20)
+            if not chunk:
+                self._eof = True
+            else:
+                self._buf += chunk
 
 
 class _CappedBytes:
@@ -582,50 +623,90 @@ def aux_misuse(main_code, name="aux"):
 
 
 # ---------------------------------------------------------------------------------------------
+# Wire values: the same plain-data encoding as judge.py (only its decoder there is trusted)
+# ---------------------------------------------------------------------------------------------
+
+class Unrepresentable(Exception):
+    """A value that is not plain data (or is nested too deeply)."""
+
+
+def to_wire(value, depth=0):
+    """JSON-ready form of a plain value: None, bool, int, str as themselves, a list as a JSON
+    array, the other types tagged (``{"f": repr}`` float, ``{"t": [...]}`` tuple, ``{"d": [[k,
+    v], ...]}`` dict, ``{"s"|"z": [...]}`` set/frozenset, ``{"c": [re, im]}`` complex, ``{"b":
+    hex}`` bytes). Exact types only: subclasses are not plain data."""
+    if depth > MAX_DEPTH:
+        raise Unrepresentable("a value nested more than %d levels deep" % MAX_DEPTH)
+    t = type(value)
+    if value is None or t is bool or t is str:
+        return value
+    if t is int:
+        # Large ints travel in hex: decimal conversion is capped (4300 digits) and quadratic.
+        return value if -BIG_INT < value < BIG_INT else {"x": int.__format__(value, "x")}
+    if t is float:
+        return {"f": float.__repr__(value)}
+    if t is list:
+        return [to_wire(v, depth + 1) for v in value]
+    if t is tuple:
+        return {"t": [to_wire(v, depth + 1) for v in value]}
+    if t is dict:
+        return {"d": [[to_wire(k, depth + 1), to_wire(v, depth + 1)] for k, v in value.items()]}
+    if t is set:
+        return {"s": [to_wire(v, depth + 1) for v in value]}
+    if t is frozenset:
+        return {"z": [to_wire(v, depth + 1) for v in value]}
+    if t is complex:
+        return {"c": [float.__repr__(value.real), float.__repr__(value.imag)]}
+    if t is bytes:
+        return {"b": value.hex()}
+    raise Unrepresentable("a value of type %s is not plain data" % _type_name(value))
+
+
+def _float(text):
+    if type(text) is not str or len(text) > 40:
+        raise ValueError("bad float")
+    return float(text)
+
+
+def from_wire(value, depth=0):
+    """The inverse of :func:`to_wire` (arguments sent by the judge)."""
+    if depth > MAX_DEPTH:
+        raise ValueError("value nested too deeply")
+    t = type(value)
+    if value is None or t is bool or t is int or t is str:
+        return value
+    if t is list:
+        return [from_wire(v, depth + 1) for v in value]
+    if t is dict and len(value) == 1:
+        (tag, body), = value.items()
+        if tag == "f":
+            return _float(body)
+        if tag == "x":
+            return int(body, 16)
+        if tag == "c":
+            return complex(_float(body[0]), _float(body[1]))
+        if tag == "b":
+            return bytes.fromhex(body)
+        items = [from_wire(v, depth + 1) for v in body]
+        if tag == "t":
+            return tuple(items)
+        if tag == "d":
+            return {k: v for k, v in items}
+        if tag == "s":
+            return set(items)
+        if tag == "z":
+            return frozenset(items)
+    raise ValueError("not a wire value")
+
+
+# ---------------------------------------------------------------------------------------------
 # Untrusted execution
 # ---------------------------------------------------------------------------------------------
 
-EQ_TEST = re.compile(r"assert\s+(\w+)\(([^)]*)\)\s*==\s*(.+)")
-
-
-def run_test(test, env, double_eval, seconds):
-    """One assert under the per-test limit. Returns (status, error_type, error_message)."""
+def _load(code, env, seconds, channel):
+    """``exec`` of the definitions. The reference sets no limit here (a hanging default argument
+    would hang it); here it is the per-test limit, and a timeout counts as a failed load."""
     try:
-        _arm(seconds)
-        try:
-            if double_eval:
-                # The reference evaluates the call and the expected value before the assert
-                # itself, so the function runs twice (deliberate: side effects count).
-                m = EQ_TEST.search(test)
-                if m:
-                    eval("%s(%s)" % (m.group(1), m.group(2)), env)
-                    eval(m.group(3), env)
-            exec(test, env)
-            _disarm()
-            status = ("pass", None, None)
-        except TimeoutException as e:
-            _disarm()
-            status = ("timeout", "TimeoutException", _safe_str(e) or "test execution timed out")
-        except BaseException as e:  # SystemExit, KeyboardInterrupt, ...: a failed test here
-            _disarm()
-            status = ("fail", _type_name(e), _safe_str(e))
-    except TimeoutException as e:  # the alarm fired between the test and the disarm
-        _disarm()
-        status = ("timeout", "TimeoutException", _safe_str(e) or "test execution timed out")
-    if os.getpid() != RUNNER_PID:
-        os._exit(0)
-    return status
-
-
-def execute(job, channel):
-    code = job["code"]
-    tests = job.get("tests", [])
-    seconds = float(job.get("test_timeout_s", 10))
-    env = {"math": math} if job.get("inject_math") else {}
-    channel.emit({"ev": "exec_start"})
-    try:
-        # The reference sets no limit here (a hanging default argument would hang it); here it
-        # is the per-test limit, and a timeout counts as a failed load (no test passes).
         _arm(seconds)
         try:
             exec(code, env)
@@ -640,31 +721,95 @@ def execute(job, channel):
         outcome = {"ev": "exec", "ok": False, "error_type": "TimeoutException",
                    "error_message": _safe_str(e)}
     channel.emit(outcome)
-    if not outcome["ok"]:
-        return
-    timeouts = int(job.get("timeouts", 0))
-    max_timeouts = int(job.get("max_timeouts", 3))
-    double_eval = bool(job.get("double_eval"))
-    for i in range(int(job.get("start", 0)), len(tests)):
-        if timeouts >= max_timeouts:
-            break
-        channel.emit({"ev": "start", "i": i})
-        status, error_type, message = run_test(tests[i], env, double_eval, seconds)
-        if status == "timeout":
-            timeouts += 1
-        event = {"ev": "result", "i": i, "status": status}
-        if error_type is not None:
-            event["error_type"] = error_type
-            event["error_message"] = message
-        channel.emit(event)
+    return outcome["ok"]
+
+
+def _call(env, request):
+    """Runs one call; returns the reply (without its id)."""
+    try:
+        name = request["f"]
+        args = [from_wire(a) for a in request.get("a", [])]
+        kwargs = {k: from_wire(v) for k, v in request.get("k", [])}
+        alarm = request.get("t")
+    except (KeyError, TypeError, ValueError) as e:
+        return {"e": "ValueError", "m": "malformed call: " + _safe_str(e)}
+    _alarm_fired[0] = False
+    try:
+        if alarm is not None:
+            _arm(max(float(alarm), 1e-3))
+        try:
+            if name not in env:
+                raise NameError("name '%s' is not defined" % name)
+            result = env[name](*args, **kwargs)
+            try:
+                data = json.dumps({"r": to_wire(result)}, ensure_ascii=True)
+            except (Unrepresentable, ValueError, RecursionError) as e:
+                data = None
+                reply = {"e": "TypeError", "m": "the return value is not plain data: " + _safe_str(e)}
+            if data is not None and len(data) > MAX_REPLY_BYTES:
+                data = None
+                reply = {"e": "OverflowError", "m": "the return value is over %d bytes" % MAX_REPLY_BYTES}
+            _disarm()
+            if data is not None:
+                reply = {"raw": data}
+        except TimeoutException as e:
+            _disarm()
+            reply = {"e": "TimeoutException", "m": _safe_str(e), "to": True}
+        except BaseException as e:  # SystemExit, KeyboardInterrupt, ...: a failed call here
+            _disarm()
+            reply = {"e": _type_name(e), "m": _safe_str(e)}
+    except TimeoutException as e:  # the alarm fired between the call and the disarm
+        _disarm()
+        reply = {"e": "TimeoutException", "m": _safe_str(e), "to": True}
+    reply["x"] = _alarm_fired[0]
+    return reply
+
+
+def serve(reader, env, channel):
+    """Answers the judge's calls until its end of stdin closes."""
+    while True:
+        try:
+            line = reader.readline(MAX_REQUEST_BYTES)
+        except ValueError:
+            return
+        if line is None:
+            return
+        try:
+            request = json.loads(line.decode("utf-8"))
+            call_id = request["id"]
+        except (ValueError, KeyError, TypeError, UnicodeDecodeError):
+            continue
+        reply = _call(env, request)
+        if os.getpid() != RUNNER_PID:
+            os._exit(0)
+        raw = reply.pop("raw", None)
+        if raw is not None:
+            # The encoded value is spliced in as is (it was encoded under the alarm).
+            head = json.dumps({"id": call_id, "x": reply["x"]}, ensure_ascii=True)
+            data = (head[:-1] + ", " + raw[1:] + "\n").encode("ascii")
+            view = memoryview(data)
+            while view:
+                view = view[os.write(RESULT_FD, view):]
+        else:
+            # The id goes first: the judge looks for lines that start with it.
+            channel.emit(dict([("id", call_id)] + list(reply.items())))
 
 
 def main():
     # argv may carry a tag (--comlrl-sandbox=...) that only serves to find the process by name.
-    job = json.loads(sys.stdin.buffer.read(MAX_JOB_BYTES).decode("utf-8"))
-    channel = Channel(job.get("nonce", ""))
+    reader = LineReader(0)
+    line = reader.readline(MAX_JOB_BYTES)
+    job = json.loads((line or b"{}").decode("utf-8"))
+    channel = Channel()
     cfg = job.get("sandbox", {})
     isolation = apply_sandbox(cfg)
+    # Calls arrive on a private copy of stdin; fd 0 itself reads /dev/null, so candidate code
+    # that calls input() gets EOFError (as with the reference's detached stdin) instead of
+    # swallowing the judge's requests.
+    reader._fd = os.dup(0)
+    null = os.open(os.devnull, os.O_RDONLY)
+    os.dup2(null, 0)
+    os.close(null)
     cap = int(cfg.get("output_chars", 65536))
     sys.stdout = CappedWriter(1, cap)
     sys.stderr = CappedWriter(2, cap)
@@ -677,12 +822,17 @@ def main():
         return
     if job.get("main_func") is not None:
         channel.emit({"ev": "analysis", "problems": aux_misuse(job["main_func"])})
-    ok, message, line, offset, msg = syntax_check(job["code"])
-    channel.emit({"ev": "syntax", "ok": ok, "message": message, "line": line, "offset": offset,
-                  "msg": msg})
-    if ok and job.get("tests"):
-        execute(job, channel)
-    channel.emit({"ev": "done"})
+    ok, message, line_no, offset, msg = syntax_check(job["code"])
+    channel.emit({"ev": "syntax", "ok": ok, "message": message, "line": line_no,
+                  "offset": offset, "msg": msg})
+    if not ok or not job.get("exec"):
+        return
+    env = {"math": math} if job.get("inject_math") else {}
+    code = job["code"]
+    seconds = float(job.get("test_timeout_s", 10))
+    job = line = None  # the job text is not left lying around for candidate code
+    if _load(code, env, seconds, channel):
+        serve(reader, env, channel)
 
 
 if __name__ == "__main__":

@@ -7,7 +7,7 @@ import { accessSync, constants, existsSync, readlinkSync } from 'node:fs';
 import { delimiter, isAbsolute, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import type { ResolvedSandboxOptions } from './options.js';
-import { parseEvent, type RunnerIsolation, type RunnerJob, type RunnerSandboxConfig } from './protocol.js';
+import { parseEvent, type RunnerIsolation, type RunnerProbeJob, type RunnerSandboxConfig } from './protocol.js';
 import { makeWorkDirSync, removeWorkDirSync } from './workdir.js';
 
 /** Raised at construction when the Python executable cannot be run. */
@@ -62,11 +62,14 @@ export interface SandboxSetup {
   python: string;
   pythonVersion: string;
   runnerPath: string;
+  /** The trusted test harness (`judge.py`), run outside the sandbox. */
+  judgePath: string;
   launcher: Launcher;
   isolation: CoopHESandboxIsolation;
 }
 
-const PYTHON_FLAGS = ['-I', '-S', '-B'];
+/** Interpreter flags of the judge and the runner: no environment, no site, no bytecode files. */
+export const PYTHON_FLAGS = ['-I', '-S', '-B'];
 
 // This process's mount namespace: the runner refuses to mount anything when it is still in it.
 const HOST_MOUNT_NS: string | null = (() => {
@@ -77,14 +80,21 @@ const HOST_MOUNT_NS: string | null = (() => {
   }
 })();
 
+function shippedScript(name: string): string {
+  const candidates = [`../${name}`, `../../../../rewards/coophe/${name}`].map((rel) => fileURLToPath(new URL(rel, import.meta.url)));
+  const found = candidates.find((p) => existsSync(p));
+  if (!found) throw new Error(`CoopHE reward: ${name} not found (looked at ${candidates.join(', ')})`);
+  return found;
+}
+
 /** The runner script next to this module (sources) or in the package root (compiled `dist/`). */
 export function defaultRunnerPath(): string {
-  const candidates = ['../runner.py', '../../../../rewards/coophe/runner.py'].map((rel) =>
-    fileURLToPath(new URL(rel, import.meta.url)),
-  );
-  const found = candidates.find((p) => existsSync(p));
-  if (!found) throw new Error(`CoopHE reward: runner.py not found (looked at ${candidates.join(', ')})`);
-  return found;
+  return shippedScript('runner.py');
+}
+
+/** The judge script (the trusted test harness), found like {@link defaultRunnerPath}. */
+export function defaultJudgePath(): string {
+  return shippedScript('judge.py');
 }
 
 /** Finds `name` on the parent's PATH (the sandbox itself runs with an empty environment). */
@@ -146,15 +156,14 @@ export function sandboxConfig(
 function probe(o: ResolvedSandboxOptions, launcher: Launcher, runnerPath: string): RunnerIsolation | string {
   const dir = makeWorkDirSync(o.tmpDir);
   try {
-    const job: RunnerJob = {
+    const job: RunnerProbeJob = {
       mode: 'probe',
-      nonce: 'probe',
       sandbox: sandboxConfig(o, launcher, { cpuS: 30, wallS: 30 }),
     };
     const r = spawnSync(launcher.command, [...launcher.args, runnerPath], {
       cwd: dir,
       env: {},
-      input: JSON.stringify(job),
+      input: `${JSON.stringify(job)}\n`,
       stdio: ['pipe', 'pipe', 'pipe', 'pipe'],
       timeout: o.startupTimeoutS * 1000 * 2,
       killSignal: 'SIGKILL',
@@ -164,7 +173,7 @@ function probe(o: ResolvedSandboxOptions, launcher: Launcher, runnerPath: string
     if (r.status !== 0) return `exit status ${r.status}${r.signal ? ` (${r.signal})` : ''}: ${stderr}`;
     const fd3 = r.output[3]?.toString('utf8') ?? '';
     for (const line of fd3.split('\n')) {
-      const ev = parseEvent(line, 'probe');
+      const ev = parseEvent(line);
       if (ev?.ev === 'ready') return ev.isolation;
     }
     return `no ready event: ${stderr}`;
@@ -228,6 +237,7 @@ export function setUpSandbox(o: ResolvedSandboxOptions): SandboxSetup {
   const python = resolvePython(o.python);
   const runnerPath = o.runnerPath ?? defaultRunnerPath();
   if (!existsSync(runnerPath)) throw new Error(`CoopHE reward: runner script "${runnerPath}" does not exist`);
+  const judgePath = defaultJudgePath();
   const direct: Launcher = { command: python.path, args: PYTHON_FLAGS, namespaces: [] };
   const candidates: Launcher[] = [];
   const unshare = process.platform === 'linux' && o.namespaces !== false ? which('unshare') : null;
@@ -240,7 +250,7 @@ export function setUpSandbox(o: ResolvedSandboxOptions): SandboxSetup {
   }
   for (const launcher of candidates) {
     const iso = probe(o, launcher, runnerPath);
-    if (typeof iso !== 'string') return { python: python.path, pythonVersion: python.version, runnerPath, launcher, isolation: describe(launcher, iso, python) };
+    if (typeof iso !== 'string') return { python: python.path, pythonVersion: python.version, runnerPath, judgePath, launcher, isolation: describe(launcher, iso, python) };
   }
   if (o.namespaces === true) throw new Error('CoopHE sandbox: namespaces were required but `unshare` is not permitted here');
   const iso = probe(o, direct, runnerPath);
@@ -250,5 +260,5 @@ export function setUpSandbox(o: ResolvedSandboxOptions): SandboxSetup {
         '(the options landlock: false or seccomp: false help find the layer at fault)',
     );
   }
-  return { python: python.path, pythonVersion: python.version, runnerPath, launcher: direct, isolation: describe(direct, iso, python) };
+  return { python: python.path, pythonVersion: python.version, runnerPath, judgePath, launcher: direct, isolation: describe(direct, iso, python) };
 }

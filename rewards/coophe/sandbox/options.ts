@@ -26,6 +26,7 @@ export const coopHESandboxOptionsSchema = z.strictObject({
   maxOpenFiles: positiveInt('maxOpenFiles').optional(),
   maxProcesses: positiveInt('maxProcesses').optional(),
   outputLimitBytes: positiveInt('outputLimitBytes').optional(),
+  maxCodeBytes: positiveInt('maxCodeBytes').optional(),
   namespaces: z
     .union([z.boolean(), z.literal('auto')], { error: 'CoopHE sandbox option "namespaces" must be true, false or "auto"' })
     .optional(),
@@ -72,6 +73,11 @@ export interface CoopHESandboxOptions {
   maxProcesses?: number;
   /** Bytes of stdout and of stderr kept per call (the rest is read and dropped). Default 64 KiB. */
   outputLimitBytes?: number;
+  /**
+   * Largest combined code (UTF-8 bytes) that is run. Larger code is scored as a syntax error,
+   * with a warning through `log`, instead of being sent to Python. Default 8 MiB.
+   */
+  maxCodeBytes?: number;
   /** Run under `unshare` (user, mount, pid, net namespaces): `auto` (default) when permitted, `true` requires it. */
   namespaces?: boolean | 'auto';
   /** Apply Landlock when the kernel has it. Default true. */
@@ -115,6 +121,7 @@ export function resolveSandboxOptions(options: CoopHESandboxOptions = {}): Resol
     maxOpenFiles: o.maxOpenFiles ?? 64,
     maxProcesses: o.maxProcesses ?? 64,
     outputLimitBytes: o.outputLimitBytes ?? 64 * 1024,
+    maxCodeBytes: o.maxCodeBytes ?? 8 * 1024 * 1024,
     namespaces: o.namespaces ?? 'auto',
     landlock: o.landlock ?? true,
     seccomp: o.seccomp ?? true,

@@ -1,21 +1,28 @@
 /**
- * The CoopHE Python sandbox: runs the syntax check, the definitions and the tests of one
- * (aux, main) program in a locked-down subprocess, a bounded number of them at once.
+ * The CoopHE Python sandbox: checks the syntax of one (aux, main) program, executes its
+ * definitions and runs its tests, a bounded number of programs at once.
+ *
+ * Two processes per program: the trusted judge (`judge.py`) runs the tests and decides every
+ * result; the candidate's code runs only in the sandboxed runner (`runner.py`), which the judge
+ * starts and calls. The runner answers each call of the candidate's functions with plain data,
+ * which the judge decodes into fresh built-in values and compares itself, so candidate code
+ * cannot reach the comparison, the test list, the timeout rule or the reported results.
  *
  * Test semantics follow the reference: a per-test limit, tests stop after `maxTimeouts` timeouts
  * (the rest count as failed). Where the reference would crash or hang (candidate `exit()`,
- * `os._exit`, killed interpreter, ignored alarm), the test at fault counts as failed — or as a
- * timeout when it overran — and a fresh subprocess resumes with the next test.
+ * `os._exit`, killed interpreter, ignored alarm), the test at fault counts as failed, or as a
+ * timeout when it overran, and a fresh runner resumes with the next test.
  */
 import { randomBytes } from 'node:crypto';
 import { readdirSync, readFileSync } from 'node:fs';
-import { setUpSandbox, sandboxConfig, type CoopHESandboxIsolation, type SandboxSetup } from './launch.js';
+import { PYTHON_FLAGS, setUpSandbox, sandboxConfig, type CoopHESandboxIsolation, type SandboxSetup } from './launch.js';
 import { resolveSandboxOptions, type CoopHESandboxOptions, type ResolvedSandboxOptions } from './options.js';
 import { Pool } from './pool.js';
-import { runAttempt, type AttemptResult } from './attempt.js';
-import type { ExecReport, RunnerIsolation, RunnerJob, SyntaxReport, TestOutcome } from './protocol.js';
+import { JudgeProcess, type JudgeRunResult } from './judge.js';
+import { makeWorkDir, removeWorkDir } from './workdir.js';
+import type { ExecReport, JudgeJob, RunnerIsolation, SyntaxReport, TestOutcome } from './protocol.js';
 
-/** Raised when the sandbox itself (not the candidate) fails: the runner did not start. */
+/** Raised when the sandbox itself (not the candidate) fails: the judge or the runner did not start. */
 export class CoopHESandboxError extends Error {
   constructor(message: string) {
     super(message);
@@ -35,6 +42,11 @@ export interface SandboxProgram {
   doubleEval: boolean;
   /** Feedback only: main's function text for the AST check of how it uses aux. */
   mainFunc?: string | null;
+  /**
+   * The problem's import lines (trusted text, also at the top of `code`). A test that uses a name
+   * they bind (`math.sqrt(2)`) gets the judge's own module, as the reference's shared globals would.
+   */
+  imports?: string;
 }
 
 /** What happened to a program. */
@@ -48,17 +60,17 @@ export interface SandboxReport {
   tests: TestOutcome[];
   passed: number;
   timeouts: number;
-  /** Subprocesses used (1 unless candidate code ended or hung one). */
+  /** Sandboxed runner processes used (1 unless candidate code ended or hung one; 0 when the code was not run). */
   attempts: number;
   stdout: string;
   stderr: string;
+  /** Set when the program was not run because its code is over `maxCodeBytes`. */
+  oversized?: boolean;
   /** The `--comlrl-sandbox=<tag>` argument of this call's processes (to find them by name). */
   tag: string;
   wallMs: number;
   isolation: RunnerIsolation | null;
 }
-
-const TIMEOUT_MESSAGE = 'Code execution timed out';
 
 /**
  * Kills every process whose command line carries `tag`. Only used when neither a pid namespace
@@ -83,10 +95,13 @@ function sweepTagged(tag: string): void {
   }
 }
 
-function exitDescription(a: AttemptResult): string {
+// How long an idle judge process is kept for the next call.
+const JUDGE_IDLE_MS = 30_000;
+
+function exitDescription(a: JudgeRunResult): string {
   if (a.killedBy === 'deadline') return 'the call exceeded its wall-clock limit';
-  if (a.signal) return `the test process was killed by ${a.signal}`;
-  return `the test process exited with status ${a.exitCode}`;
+  if (a.signal) return `the judge process was killed by ${a.signal}`;
+  return `the judge process exited with status ${a.exitCode}`;
 }
 
 /**
@@ -100,10 +115,14 @@ export class PythonSandbox {
   readonly python: string;
   /** Prefix of every run's `--comlrl-sandbox=` tag (unique per instance). */
   readonly tagPrefix: string;
+  /** The `--comlrl-judge=` tag of this instance's judge processes (they outlive a call: reused). */
+  readonly judgeTag: string;
   private readonly options: ResolvedSandboxOptions;
   private readonly setup: SandboxSetup;
   private readonly pool: Pool;
   private readonly sweep: boolean;
+  private readonly warned = new Set<string>();
+  private readonly idleJudges: JudgeProcess[] = [];
   private calls = 0;
 
   constructor(options: CoopHESandboxOptions = {}) {
@@ -113,6 +132,7 @@ export class PythonSandbox {
     this.python = this.setup.python;
     this.pool = new Pool(this.options.concurrency);
     this.tagPrefix = `coophe-${process.pid}-${randomBytes(4).toString('hex')}`;
+    this.judgeTag = `judge-${process.pid}-${randomBytes(4).toString('hex')}`;
     this.sweep = process.platform === 'linux' && !this.isolation.namespaces.includes('pid') && !this.isolation.seccomp;
     if (this.isolation.warnings.length > 0) {
       this.options.log(`CoopHE sandbox (${this.isolation.launcher}): ${this.isolation.warnings.join('; ')}`);
@@ -129,6 +149,18 @@ export class PythonSandbox {
     return this.options.testTimeoutS;
   }
 
+  /** Ends the idle judge processes now (they also end by themselves after a while idle, and with Node). */
+  close(): void {
+    for (const judge of this.idleJudges.splice(0)) judge.kill();
+  }
+
+  private takeIdleJudge(): JudgeProcess | undefined {
+    for (let judge = this.idleJudges.pop(); judge; judge = this.idleJudges.pop()) {
+      if (judge.alive) return judge;
+    }
+    return undefined;
+  }
+
   /** Checks and runs `program`, waiting for a pool slot first. */
   run(program: SandboxProgram, mode: 'reward' | 'feedback'): Promise<SandboxReport> {
     return this.pool.run(() => this.runNow(program, mode));
@@ -138,151 +170,138 @@ export class PythonSandbox {
     const o = this.options;
     const started = Date.now();
     const n = program.tests.length;
-    const phaseS = o.testTimeoutS + o.graceS;
-    const wallS = o.wallClockLimitS ?? o.startupTimeoutS + (n + 2) * phaseS;
-    const deadline = started + wallS * 1000;
     const tag = `${this.tagPrefix}-${++this.calls}`;
     const tests: TestOutcome[] = program.tests.map(() => ({ status: 'skipped' }));
+    const codeBytes = Buffer.byteLength(program.code, 'utf8');
+    if (codeBytes > o.maxCodeBytes) {
+      // Scored as code that does not compile (the reward stops at the syntax level), never thrown.
+      const message = `the combined code is ${codeBytes} bytes, over the sandbox limit of ${o.maxCodeBytes} (option maxCodeBytes)`;
+      this.options.log(`CoopHE sandbox: ${message}; scored as a syntax error`);
+      return {
+        syntax: { ok: false, message: `Combined code has syntax error: ${message}`, line: null, offset: null, msg: null },
+        tests,
+        passed: 0,
+        timeouts: 0,
+        attempts: 0,
+        stdout: '',
+        stderr: '',
+        oversized: true,
+        tag,
+        wallMs: Date.now() - started,
+        isolation: null,
+      };
+    }
+    const phaseS = o.testTimeoutS + o.graceS;
+    const wallS = o.wallClockLimitS ?? o.startupTimeoutS + (n + 2) * phaseS;
+    const job: Omit<JudgeJob, 'workdir'> = {
+      mode,
+      code: program.code,
+      tests: program.tests,
+      main_func: program.mainFunc ?? null,
+      imports: program.imports ?? '',
+      inject_math: program.injectMath,
+      double_eval: program.doubleEval,
+      test_timeout_s: o.testTimeoutS,
+      grace_s: o.graceS,
+      startup_s: o.startupTimeoutS,
+      wall_s: wallS,
+      max_timeouts: o.maxTimeouts,
+      launcher: [this.setup.launcher.command, ...this.setup.launcher.args],
+      runner: this.setup.runnerPath,
+      tag,
+      // cpu_s and wall_clock_s are set by the judge for each runner it starts.
+      sandbox: sandboxConfig(o, this.setup.launcher, { cpuS: 0, wallS: 0 }),
+      output_limit: o.outputLimitBytes,
+    };
+    // The judge enforces every limit itself; this is the backstop should it hang.
+    const deadline = started + (wallS + o.graceS + o.startupTimeoutS) * 1000;
+    const workDir = await makeWorkDir(o.tmpDir);
+    let a: JudgeRunResult;
+    let judge: JudgeProcess;
+    try {
+      for (;;) {
+        const reused = this.takeIdleJudge();
+        judge = reused ?? new JudgeProcess({ command: this.python, args: PYTHON_FLAGS, judgePath: this.setup.judgePath, cwd: o.tmpDir, tag: this.judgeTag });
+        a = await judge.run({ ...job, workdir: workDir }, deadline);
+        // A reused judge that ended while idle (before this job began): take a fresh one.
+        if (!(reused && a.events.length === 0 && a.killedBy === null)) break;
+      }
+    } finally {
+      await removeWorkDir(workDir);
+    }
+    if (judge.alive && a.killedBy === null && a.events.at(-1)?.ev === 'done') {
+      judge.idle(JUDGE_IDLE_MS);
+      this.idleJudges.push(judge);
+    } else {
+      judge.kill();
+    }
+    if (this.sweep) sweepTagged(tag);
+    if (a.spawnError) throw new CoopHESandboxError(`CoopHE sandbox: cannot start the judge: ${a.spawnError.message}`);
+
     let syntax: SyntaxReport | undefined;
     let analysis: string[] | undefined;
     let exec: ExecReport | undefined;
     let isolation: RunnerIsolation | null = null;
-    let start = 0;
-    let timeouts = 0;
     let attempts = 0;
     let stdout = '';
     let stderr = '';
-
-    const fail = (i: number, outcome: TestOutcome) => {
-      tests[i] = outcome;
-      if (outcome.status === 'timeout') timeouts++;
-    };
-
-    for (;;) {
-      attempts++;
-      const remainingS = Math.max(1, (deadline - Date.now()) / 1000);
-      const job: RunnerJob = {
-        mode,
-        nonce: randomBytes(16).toString('hex'),
-        sandbox: sandboxConfig(o, this.setup.launcher, {
-          cpuS: (n - start + 2) * o.testTimeoutS + 10,
-          wallS: remainingS + o.graceS,
-        }),
-        code: program.code,
-        tests: program.tests,
-        start,
-        timeouts,
-        max_timeouts: o.maxTimeouts,
-        test_timeout_s: o.testTimeoutS,
-        inject_math: program.injectMath,
-        double_eval: program.doubleEval,
-        main_func: attempts === 1 ? (program.mainFunc ?? null) : null,
-      };
-      const a = await runAttempt(job, {
-        launcher: this.setup.launcher,
-        runnerPath: this.setup.runnerPath,
-        tmpDir: o.tmpDir,
-        tag,
-        outputLimitBytes: o.outputLimitBytes,
-        budgets: { startupMs: o.startupTimeoutS * 1000, phaseMs: phaseS * 1000, graceMs: o.graceS * 1000, deadline },
-      });
-      if (this.sweep) sweepTagged(tag);
-      stdout = (stdout + a.stdout).slice(0, o.outputLimitBytes);
-      stderr = (stderr + a.stderr).slice(0, o.outputLimitBytes);
-      if (a.spawnError) throw new CoopHESandboxError(`CoopHE sandbox: cannot start the runner: ${a.spawnError.message}`);
-      const ready = a.events.find((e) => e.ev === 'ready');
-      if (!ready) {
-        throw new CoopHESandboxError(
-          `CoopHE sandbox: the runner ended before locking itself down (${exitDescription(a)}): ${a.stderr.slice(-1000)}`,
-        );
-      }
-      isolation ??= ready.isolation;
-
-      let running: number | null = null;
-      let inExec = false;
-      let done = false;
-      let resumedExecFailed: ExecReport | undefined;
-      for (const ev of a.events) {
-        switch (ev.ev) {
-          case 'analysis':
-            analysis ??= ev.problems;
-            break;
-          case 'syntax':
-            syntax ??= { ok: ev.ok, message: ev.message, line: ev.line, offset: ev.offset, msg: ev.msg };
-            break;
-          case 'exec_start':
-            inExec = true;
-            break;
-          case 'exec': {
-            inExec = false;
-            const report: ExecReport = ev.ok ? { ok: true } : { ok: false, errorType: ev.error_type, errorMessage: ev.error_message };
-            if (!exec) exec = report;
-            else if (!report.ok) resumedExecFailed = report;
-            break;
+    let done = false;
+    let timeouts = 0;
+    for (const ev of a.events) {
+      switch (ev.ev) {
+        case 'fatal':
+          throw new CoopHESandboxError(`CoopHE sandbox: ${ev.message}`);
+        case 'ready':
+          isolation = ev.isolation;
+          break;
+        case 'analysis':
+          analysis = ev.problems;
+          break;
+        case 'syntax':
+          syntax = { ok: ev.ok, message: ev.message, line: ev.line, offset: ev.offset, msg: ev.msg };
+          break;
+        case 'exec':
+          exec = ev.ok ? { ok: true } : { ok: false, errorType: ev.error_type, errorMessage: ev.error_message };
+          break;
+        case 'result':
+          if (ev.i >= 0 && ev.i < n && tests[ev.i].status === 'skipped') {
+            tests[ev.i] = { status: ev.status, errorType: ev.error_type, errorMessage: ev.error_message };
+            if (ev.status === 'timeout') timeouts++;
           }
-          case 'start':
-            if (ev.i >= start && ev.i < n && tests[ev.i].status === 'skipped') running = ev.i;
-            break;
-          case 'result':
-            if (ev.i === running) {
-              fail(ev.i, { status: ev.status, errorType: ev.error_type, errorMessage: ev.error_message });
-              running = null;
-            }
-            break;
-          case 'done':
-            done = true;
-            break;
-        }
+          break;
+        case 'warning':
+          if (!this.warned.has(ev.message)) {
+            this.warned.add(ev.message);
+            this.options.log(ev.message);
+          }
+          break;
+        case 'done':
+          done = true;
+          attempts = ev.attempts;
+          stdout = ev.stdout.slice(0, o.outputLimitBytes);
+          stderr = ev.stderr.slice(0, o.outputLimitBytes);
+          break;
       }
-
-      if (!syntax) {
-        // The trusted parse itself did not finish (pathological input): a failed syntax level.
-        syntax = {
-          ok: false,
-          message: `Combined code has syntax error: the syntax check did not complete (${exitDescription(a)})`,
-          line: null,
-          offset: null,
-          msg: null,
-        };
-        break;
-      }
-      if (!syntax.ok || n === 0) break;
-      if (!exec) {
-        // Executing the definitions ended the process (e.g. os._exit in a default argument).
-        exec =
-          a.killedBy === 'watchdog'
-            ? { ok: false, errorType: 'TimeoutException', errorMessage: TIMEOUT_MESSAGE }
-            : { ok: false, errorType: 'ProcessExit', errorMessage: exitDescription(a) };
-        break;
-      }
-      if (!exec.ok) break;
-      if (resumedExecFailed) {
-        for (let i = start; i < n; i++) if (tests[i].status === 'skipped') fail(i, { status: 'fail', ...resumedExecFailed });
-        break;
-      }
-      if (done) break;
-
-      // The process ended early: charge the test that was running (or the next one due).
-      if (running === null && !inExec) {
-        const next = tests.findIndex((t, i) => i >= start && t.status === 'skipped');
-        running = next >= 0 ? next : null;
-      }
-      if (running !== null) {
-        fail(
-          running,
-          a.killedBy === 'watchdog'
-            ? { status: 'timeout', errorType: 'TimeoutException', errorMessage: TIMEOUT_MESSAGE }
-            : { status: 'fail', errorType: 'ProcessExit', errorMessage: exitDescription(a) },
-        );
-        start = running + 1;
-      }
-      if (a.killedBy === 'deadline' || Date.now() >= deadline) break;
-      if (start >= n || timeouts >= o.maxTimeouts || running === null) break;
     }
+    if (!isolation) {
+      throw new CoopHESandboxError(`CoopHE sandbox: the judge ended before the sandbox was ready (${exitDescription(a)}): ${a.stderr.slice(-1000)}`);
+    }
+    if (!done) {
+      // The judge itself failed or was stopped: report it; the tests it did not finish count as not passed.
+      this.options.log(`CoopHE sandbox: the judge did not finish (${exitDescription(a)}) ${a.stderr.slice(-500)}`.trimEnd());
+    }
+    syntax ??= {
+      ok: false,
+      message: `Combined code has syntax error: the syntax check did not complete (${exitDescription(a)})`,
+      line: null,
+      offset: null,
+      msg: null,
+    };
+    if (syntax.ok && n > 0 && !exec) exec = { ok: false, errorType: 'ProcessExit', errorMessage: exitDescription(a) };
 
     const passed = tests.filter((t) => t.status === 'pass').length;
     return {
-      syntax: syntax!,
+      syntax,
       analysis,
       exec,
       tests,
