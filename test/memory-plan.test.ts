@@ -96,15 +96,16 @@ describe('micro-batches', () => {
     const rs = rows(2, 5);
     const size = (r: PolicyGradientRow) => ({ width: 200, scored: r.completionIds.length });
     const shape = model.decoderConfig;
-    const base = { backward: true, attentionBlockBytes: DEFAULT_MEMORY_SETTINGS.attentionBlockBytes, logitsChunkBytes: DEFAULT_MEMORY_SETTINGS.logitsChunkBytes, embeddingsTrainable: true };
+    // 1 MiB blocks: the planner never shrinks blocks below that, so its figures equal these.
+    const base = { backward: true, attentionBlockBytes: 2 ** 20, logitsChunkBytes: 2 ** 20, embeddingsTrainable: true };
     const plain = passBytes(shape, { rows: 1, width: 200, scoredTokens: 12 }, { ...base, recompute: false });
     const recomputed = passBytes(shape, { rows: 1, width: 200, scoredTokens: 12 }, { ...base, recompute: true });
     expect(recomputed).toBeLessThan(plain);
     const trainable = model.trainableVariables().reduce((a, v) => a + v.size * 4, 0);
-    configureMemory({ budgetBytes: heldTensorBytes() + trainable + plain + 1 });
+    configureMemory({ budgetBytes: heldTensorBytes() + trainable + plain + 1, attentionBlockBytes: 2 ** 20, logitsChunkBytes: 2 ** 20 });
     planMicroBatches(model, rs, size, { label: 't', backward: true });
     expect(model.memory.recompute).toBe(false);
-    configureMemory({ budgetBytes: heldTensorBytes() + trainable + Math.floor((plain + recomputed) / 2) });
+    configureMemory({ budgetBytes: heldTensorBytes() + trainable + Math.floor((plain + recomputed) / 2), attentionBlockBytes: 2 ** 20, logitsChunkBytes: 2 ** 20 });
     planMicroBatches(model, rs, size, { label: 't', backward: true });
     expect(model.memory.recompute).toBe(true);
   });

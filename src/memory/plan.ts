@@ -46,14 +46,23 @@ function isMemoryAware(model: PlannableModel): model is PlannableModel & MemoryA
   return typeof (model as Partial<MemoryAware>).memory === 'object';
 }
 
-function modeFor(model: PlannableModel, shape: DecoderShape, backward: boolean, recompute: boolean): PassMode {
+/**
+ * The attention block and logits chunk under a budget: the settings, but no more than an eighth
+ * of what is free each (at least 1 MiB), so that a small budget shrinks the blocks before it
+ * refuses a pass.
+ */
+function blockSizes(available: number): { attentionBlockBytes: number; logitsChunkBytes: number } {
   const s = memorySettings();
+  const cap = Math.max(2 ** 20, Math.floor(available / 8));
+  return { attentionBlockBytes: Math.min(s.attentionBlockBytes, cap), logitsChunkBytes: Math.min(s.logitsChunkBytes, cap) };
+}
+
+function modeFor(model: PlannableModel, shape: DecoderShape, backward: boolean, recompute: boolean, available: number): PassMode {
   const vocabSized = shape.vocabSize * shape.hiddenSize;
   return {
     backward,
     recompute,
-    attentionBlockBytes: s.attentionBlockBytes,
-    logitsChunkBytes: s.logitsChunkBytes,
+    ...blockSizes(available),
     embeddingsTrainable: model.trainableVariables().some((v) => v.size === vocabSized),
   };
 }
@@ -80,7 +89,7 @@ export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], s
     passBytes(
       shape,
       { rows: batch.length, width: Math.max(...batch.map((r) => r.width)), scoredTokens: batch.reduce((a, r) => a + r.scored, 0) },
-      modeFor(model, shape, options.backward, recompute),
+      modeFor(model, shape, options.backward, recompute, available),
     );
 
   const largest = sizes.reduce((a, r) => (r.width > a.width || (r.width === a.width && r.scored > a.scored) ? r : a));
@@ -90,7 +99,7 @@ export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], s
   if (single > available) {
     throw new MemoryBudgetError(`${options.label} (1 row of ${largest.width} tokens)`, single, available, budget);
   }
-  model.memory = { attentionBlockBytes: settings.attentionBlockBytes, logitsChunkBytes: settings.logitsChunkBytes, recompute };
+  model.memory = { ...blockSizes(available), recompute };
 
   const out: R[][] = [];
   let batch: R[] = [];
@@ -128,11 +137,13 @@ export function generationBatchSize(model: PlannableModel, total: number, prompt
   if (!shape) return cap;
   const budget = budgetBytes();
   const available = budget - heldTensorBytes();
+  const { attentionBlockBytes } = blockSizes(available);
+  if (isMemoryAware(model)) model.memory = { ...model.memory, attentionBlockBytes };
   // Generation also holds a transposed copy of every trainable linear weight (see Decoder.freeze).
   const frozenCopies = variableBytes(model.trainableVariables());
-  const fits = (n: number) => generationBytes(shape, n, promptWidth, maxNewTokens, settings.attentionBlockBytes) + frozenCopies <= available;
+  const fits = (n: number) => generationBytes(shape, n, promptWidth, maxNewTokens, attentionBlockBytes) + frozenCopies <= available;
   if (!fits(1)) {
-    const need = generationBytes(shape, 1, promptWidth, maxNewTokens, settings.attentionBlockBytes) + frozenCopies;
+    const need = generationBytes(shape, 1, promptWidth, maxNewTokens, attentionBlockBytes) + frozenCopies;
     throw new MemoryBudgetError(`${label} (1 sequence: ${promptWidth} prompt + ${maxNewTokens} new tokens)`, need, available, budget);
   }
   let lo = 1;
