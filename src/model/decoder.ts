@@ -32,6 +32,14 @@ export type FrozenWeights = ReadonlyMap<string, tf.Tensor2D>;
 
 const HEAD = 'lm_head.weight';
 
+/** What the decoder needs from a LoRA adapter (see `lora/adapter.ts`). */
+export interface LoraDelta {
+  /** scale·B·A·dropout(x) for the linear `weightName`, or null when it has no adapter. */
+  delta(weightName: string, x: tf.Tensor2D): tf.Tensor2D | null;
+  /** The adapter variables of layer `l`. */
+  layerVariables(l: number): tf.Variable[];
+}
+
 /** RMSNorm over the last axis: x / sqrt(mean(x²) + eps) · weight. */
 export function rmsNorm<T extends tf.Tensor>(x: T, weight: tf.Tensor1D, eps: number): T {
   const ms = tf.mean(tf.square(x), -1, true);
@@ -43,15 +51,42 @@ export function rmsNorm<T extends tf.Tensor>(x: T, weight: tf.Tensor1D, eps: num
  * layout. Activations are kept 2-D ([B·S, hidden]) except inside attention.
  */
 export class Decoder {
+  /** Linear weights kept permanently as [in, out] (a frozen LoRA base); empty under full fine-tuning. */
+  private readonly baseT: FrozenWeights;
+  private readonly lora: LoraDelta | null;
+
+  /**
+   * @param cfg - the normalised config
+   * @param w - weights in HF layout: every weight (full fine-tuning, variables), or the frozen
+   *   base's embedding / norms / biases (LoRA)
+   * @param options - `transposed`: a frozen base's linear weights and head as [in, out], read in
+   *   place of `w`'s; `lora`: the adapter whose delta is added to every linear it targets
+   */
   constructor(
     readonly cfg: DecoderConfig,
-    private readonly w: ReadonlyMap<string, tf.Variable>,
-  ) {}
+    private readonly w: ReadonlyMap<string, tf.Tensor>,
+    options: { transposed?: FrozenWeights; lora?: LoraDelta } = {},
+  ) {
+    this.baseT = options.transposed ?? new Map();
+    this.lora = options.lora ?? null;
+  }
 
   private t<T extends tf.Tensor>(name: string): T {
     const v = this.w.get(name);
     if (!v) throw new Error(`decoder: weight '${name}' not loaded`);
     return v as unknown as T;
+  }
+
+  /**
+   * The trainable tensors layer `l` reads: its LoRA matrices under LoRA, else the layer's own
+   * variables (per-layer recomputation needs them to take gradients layer by layer).
+   */
+  layerTrainables(l: number): tf.Variable[] {
+    if (this.lora) return this.lora.layerVariables(l);
+    const p = `model.layers.${l}.`;
+    const out: tf.Variable[] = [];
+    for (const [name, v] of this.w) if (name.startsWith(p) && v instanceof tf.Variable) out.push(v);
+    return out;
   }
 
   private opt(name: string): tf.Tensor1D | undefined {
@@ -60,7 +95,12 @@ export class Decoder {
 
   /** Token embeddings for flat ids, [N, hidden]. */
   embed(ids: Int32Array): tf.Tensor2D {
-    return gatherRows(this.t<tf.Tensor2D>('model.embed_tokens.weight'), ids);
+    const table = this.w.get('model.embed_tokens.weight');
+    if (table) return gatherRows(table as tf.Tensor2D, ids);
+    // A frozen tied base keeps only the transposed table [hidden, vocab]: gather columns (no gradient needed).
+    const tT = this.baseT.get(HEAD);
+    if (!tT) throw new Error("decoder: weight 'model.embed_tokens.weight' not loaded");
+    return tf.tidy(() => tf.transpose(tf.gather(tT, tf.tensor1d(ids, 'int32'), 1)) as tf.Tensor2D);
   }
 
   /** The output head's weight (the embedding table when tied). */
@@ -70,7 +110,7 @@ export class Decoder {
 
   /** Logits [N, vocab] from final hidden states [N, hidden]. */
   logits(hidden: tf.Tensor2D, frozen?: FrozenWeights): tf.Tensor2D {
-    const t = frozen?.get(HEAD);
+    const t = frozen?.get(HEAD) ?? this.baseT.get(HEAD);
     return t ? tf.matMul(hidden, t) : linear(hidden, this.headWeight());
   }
 
@@ -80,6 +120,8 @@ export class Decoder {
    */
   freeze(): Map<string, tf.Tensor2D> {
     const out = new Map<string, tf.Tensor2D>();
+    // A frozen base is already transposed once for good: nothing to copy.
+    if (this.baseT.size > 0) return out;
     for (const [name, v] of this.w) {
       if (name.endsWith('_proj.weight')) out.set(name, tf.keep(tf.transpose(v as unknown as tf.Tensor2D)));
     }
@@ -90,10 +132,16 @@ export class Decoder {
   /** x·Wᵀ (+ bias) for the named projection, from frozen weights when given. */
   private proj(name: string, x: tf.Tensor2D, frozen: FrozenWeights | undefined): tf.Tensor2D {
     const bias = this.opt(name.replace(/\.weight$/, '.bias'));
-    const t = frozen?.get(name);
-    if (!t) return linear(x, this.t(name), bias);
-    const y = tf.matMul(x, t) as tf.Tensor2D;
-    return bias ? (tf.add(y, bias) as tf.Tensor2D) : y;
+    const t = frozen?.get(name) ?? this.baseT.get(name);
+    let y: tf.Tensor2D;
+    if (!t) y = linear(x, this.t(name), bias);
+    else {
+      y = tf.matMul(x, t) as tf.Tensor2D;
+      if (bias) y = tf.add(y, bias) as tf.Tensor2D;
+    }
+    // LoRA: y = W·x + b + scale·B·A·dropout(x).
+    const d = this.lora?.delta(name, x);
+    return d ? (tf.add(y, d) as tf.Tensor2D) : y;
   }
 
   /** Runs every layer and the final norm on embeddings x [B·S, hidden]. */
