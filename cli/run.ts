@@ -204,7 +204,9 @@ export async function resolveResume(dir: string, config: RunConfig): Promise<Res
   for (let i = 0; i < 64; i++) {
     const agentDir = path.join(checkpoint, `agent_${i}`);
     if (!existsSync(agentDir)) break;
-    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) {
+    // LoRA checkpoints hold PEFT adapters (the base comes from the config's model paths).
+    const weights = config.model.lora ? ['adapter_config.json', 'adapter_model.safetensors'] : ['config.json', 'model.safetensors'];
+    for (const f of [...weights, 'tokenizer.json']) {
       if (!existsSync(path.join(agentDir, f))) throw new CheckpointError(`agent_${i} lacks ${f}`, checkpoint);
     }
   }
@@ -511,6 +513,8 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       if (config.output.save_dtype !== 'float32') {
         for (let i = 0; i < trainer.agents.length; i++) await trainer.agents[i].model.save(path.join(finalDir, `agent_${i}`), { dtype: config.output.save_dtype });
       }
+      // LoRA with save_merged: the merged full models beside the adapters.
+      await trainer.saveMerged(finalDir, { dtype: config.output.save_dtype });
     }
     const plots = config.output.plots ? (await writePlots(runDir, logger.rows(), { title: `${config.dataset.task} · ${config.trainer}` })).flatMap((p) => [p.png, p.svg]) : [];
     const seconds = elapsedBefore + (performance.now() - t0) / 1000;

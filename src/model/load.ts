@@ -106,8 +106,7 @@ async function loadLora(dir: string, options: LoadCausalLMOptions): Promise<TfCa
   let adapter: LoraAdapter;
   try {
     if (saved) {
-      adapter = new LoraAdapter(saved.settings, base.decoderConfig, { tensors: saved.tensors, file: saved.file });
-      adapter.dropoutCalls = saved.dropoutCalls;
+      adapter = new LoraAdapter(saved.settings, base.decoderConfig, { tensors: saved.tensors, file: saved.file, ...(saved.dropout ? { dropout: saved.dropout } : {}) });
     } else {
       adapter = new LoraAdapter(options.lora!.settings, base.decoderConfig, { seed: options.lora!.seed });
     }

@@ -47,7 +47,12 @@ export type AdapterInit =
   /** Fresh: A kaiming-uniform(a = √5) from a stream seeded by `seed`, B zeros (the model is unchanged). */
   | { readonly seed: string }
   /** Saved values keyed by PEFT names (`base_model.model.<path>.lora_A.weight`); `file` names the source in errors. */
-  | { readonly tensors: ReadonlyMap<string, F32Tensor>; readonly file: string };
+  | {
+      readonly tensors: ReadonlyMap<string, F32Tensor>;
+      readonly file: string;
+      /** The dropout stream to continue (saved by comlrl); default: one derived from `file`. */
+      readonly dropout?: { readonly seed: number; readonly calls: number };
+    };
 
 interface Pair {
   readonly a: tf.Variable; // [r, in]
@@ -69,7 +74,8 @@ export class LoraAdapter {
   private readonly byLayer: tf.Variable[][];
   /** Dropout masks drawn so far (the next mask's seed offset). */
   dropoutCalls = 0;
-  private readonly dropoutSeed: number;
+  /** Seed of the dropout stream (mask k uses seed + k); saved beside the adapter for resume. */
+  readonly dropoutSeed: number;
   private disposed = false;
 
   constructor(
@@ -81,8 +87,11 @@ export class LoraAdapter {
     this.modules = targetModulePaths(settings, decoderConfig.numLayers);
     this.byLayer = Array.from({ length: decoderConfig.numLayers }, () => []);
     const id = adapterCounter++;
-    const seedText = 'seed' in init ? init.seed : init.file;
-    this.dropoutSeed = hashSeed(`${seedText}:lora-dropout`);
+    if ('seed' in init) this.dropoutSeed = hashSeed(`${init.seed}:lora-dropout`);
+    else {
+      this.dropoutSeed = init.dropout?.seed ?? hashSeed(`${init.file}:lora-dropout`);
+      this.dropoutCalls = init.dropout?.calls ?? 0;
+    }
     const rng = 'seed' in init ? createRng(`${init.seed}:lora-init`) : null;
     const r = settings.r;
     try {

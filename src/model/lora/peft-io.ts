@@ -5,6 +5,7 @@
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
+import { z } from 'zod';
 import type { F32Tensor, SafetensorsDtype } from '../safetensors.js';
 import { readSafetensors, writeSafetensors } from '../safetensors.js';
 import type { LoraAdapter } from './adapter.js';
@@ -15,6 +16,9 @@ export const ADAPTER_CONFIG = 'adapter_config.json';
 export const ADAPTER_WEIGHTS = 'adapter_model.safetensors';
 /** comlrl's own state beside the PEFT files (the dropout stream position, for exact resume); PEFT ignores it. */
 export const ADAPTER_STATE = 'comlrl_adapter_state.json';
+
+const count = z.number().int().min(0);
+const stateSchema = z.object({ dropout_seed: count, dropout_calls: count });
 
 /** Whether `dir` holds a PEFT adapter. */
 export function isAdapterDir(dir: string): boolean {
@@ -28,8 +32,8 @@ export interface AdapterFiles {
   readonly tensors: Map<string, F32Tensor>;
   /** The safetensors file (for error messages). */
   readonly file: string;
-  /** Dropout masks drawn before the save (0 when the file is absent). */
-  readonly dropoutCalls: number;
+  /** The dropout stream at the save (comlrl's state file); null when the file is absent. */
+  readonly dropout: { readonly seed: number; readonly calls: number } | null;
 }
 
 /** Reads an adapter directory; errors name the file at fault. */
@@ -53,18 +57,20 @@ export function readAdapterDir(dir: string): AdapterFiles {
   // PEFT strips the adapter name ('default') when saving; accept an unstripped file too.
   const tensors = new Map<string, F32Tensor>();
   for (const [k, v] of read) tensors.set(k.replace(/\.lora_([AB])\.default\.weight$/, '.lora_$1.weight'), v);
-  let dropoutCalls = 0;
+  let dropout: AdapterFiles['dropout'] = null;
   const stateFile = path.join(dir, ADAPTER_STATE);
   if (fs.existsSync(stateFile)) {
+    let raw: unknown;
     try {
-      const s = JSON.parse(fs.readFileSync(stateFile, 'utf8')) as { dropout_calls?: unknown };
-      if (typeof s.dropout_calls === 'number' && Number.isInteger(s.dropout_calls) && s.dropout_calls >= 0) dropoutCalls = s.dropout_calls;
-      else throw new Error('dropout_calls must be an integer >= 0');
+      raw = JSON.parse(fs.readFileSync(stateFile, 'utf8'));
     } catch (err) {
-      throw new Error(`${stateFile}: ${(err as Error).message}`);
+      throw new Error(`${stateFile}: not valid JSON (${(err as Error).message})`);
     }
+    const p = stateSchema.safeParse(raw);
+    if (!p.success) throw new Error(`${stateFile}: dropout_seed and dropout_calls must be integers >= 0`);
+    dropout = { seed: p.data.dropout_seed, calls: p.data.dropout_calls };
   }
-  return { settings, tensors, file, dropoutCalls };
+  return { settings, tensors, file, dropout };
 }
 
 /**
@@ -83,7 +89,9 @@ export async function writeAdapterDir(
   writeSafetensors(path.join(dir, ADAPTER_WEIGHTS), await adapter.namedTensors(), dtype);
   fs.writeFileSync(path.join(dir, ADAPTER_CONFIG), JSON.stringify(adapterConfigJson(settings, leaves), null, 2) + '\n');
   const stateFile = path.join(dir, ADAPTER_STATE);
-  if (adapter.settings.loraDropout > 0) fs.writeFileSync(stateFile, JSON.stringify({ dropout_calls: adapter.dropoutCalls }) + '\n');
+  if (adapter.settings.loraDropout > 0) {
+    fs.writeFileSync(stateFile, JSON.stringify({ dropout_seed: adapter.dropoutSeed, dropout_calls: adapter.dropoutCalls }) + '\n');
+  }
   else if (fs.existsSync(stateFile)) fs.rmSync(stateFile);
   // A full model saved here before would shadow the adapter for loaders that look for config.json first.
   for (const stale of ['model.safetensors', 'model.safetensors.index.json']) {
