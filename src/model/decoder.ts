@@ -1,6 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { gatherRows, linear, matMul } from '../backend/index.js';
 import type { DecoderConfig } from './config.js';
+import { frozenLinear } from './lora/frozen-linear.js';
 import { applyRotary } from './rope.js';
 
 /** Keys (pre-transposed, [B, KV, headDim, T]) and values ([B, KV, T, headDim]) of one layer. */
@@ -110,8 +111,10 @@ export class Decoder {
 
   /** Logits [N, vocab] from final hidden states [N, hidden]. */
   logits(hidden: tf.Tensor2D, frozen?: FrozenWeights): tf.Tensor2D {
-    const t = frozen?.get(HEAD) ?? this.baseT.get(HEAD);
-    return t ? tf.matMul(hidden, t) : linear(hidden, this.headWeight());
+    const t = frozen?.get(HEAD);
+    if (t) return tf.matMul(hidden, t);
+    const base = this.baseT.get(HEAD);
+    return base ? frozenLinear(hidden, base) : linear(hidden, this.headWeight());
   }
 
   /**
@@ -132,13 +135,13 @@ export class Decoder {
   /** x·Wᵀ (+ bias) for the named projection, from frozen weights when given. */
   private proj(name: string, x: tf.Tensor2D, frozen: FrozenWeights | undefined): tf.Tensor2D {
     const bias = this.opt(name.replace(/\.weight$/, '.bias'));
-    const t = frozen?.get(name) ?? this.baseT.get(name);
+    const t = frozen?.get(name);
+    const base = t ? undefined : this.baseT.get(name);
     let y: tf.Tensor2D;
-    if (!t) y = linear(x, this.t(name), bias);
-    else {
-      y = tf.matMul(x, t) as tf.Tensor2D;
-      if (bias) y = tf.add(y, bias) as tf.Tensor2D;
-    }
+    if (t) y = tf.matMul(x, t) as tf.Tensor2D;
+    else if (base) y = frozenLinear(x, base);
+    else y = linear(x, this.t(name), bias);
+    if (bias && (t || base)) y = tf.add(y, bias) as tf.Tensor2D;
     // LoRA: y = W·x + b + scale·B·A·dropout(x).
     const d = this.lora?.delta(name, x);
     return d ? (tf.add(y, d) as tf.Tensor2D) : y;
