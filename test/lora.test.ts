@@ -7,6 +7,7 @@ import { initBackend, setBackendLogger } from '../src/backend/index.js';
 import { AdamW } from '../src/optim/adamw.js';
 import {
   createTinyModel,
+  frozenLinear,
   liveFrozenBases,
   loadCausalLM,
   loraSectionSchema,
@@ -166,6 +167,52 @@ describe('fresh adapters', () => {
     expect(() => loraSectionSchema.parse({ bias: 'all' })).toThrow(/bias/);
     expect(() => loraSectionSchema.parse({ rr: 3 })).toThrow(/rr/);
     return expect(loadCausalLM(tiny, { lora: { settings: settings({ target_modules: ['q_proj', 'c_attn'] }), seed: 'x' } })).rejects.toThrow(/'c_attn' name no module/);
+  });
+});
+
+describe('LoRA gradients', () => {
+  it('frozenLinear: value and input gradient equal x·W and dy·W, also when the backward pass works in column blocks', () => tf.tidy(() => {
+    const x = tf.randomNormal([5, 6], 0, 1, 'float32', 1) as tf.Tensor2D;
+    const w = tf.randomNormal([7, 6], 0, 1, 'float32', 2) as tf.Tensor2D; // [out, in]
+    const wT = tf.transpose(w);
+    const dy = tf.randomNormal([5, 7], 0, 1, 'float32', 3);
+    const ref = tf.grad((v: tf.Tensor) => tf.sum(tf.mul(tf.matMul(v as tf.Tensor2D, w, false, true), dy)))(x);
+    for (const block of [1_000_000, 12, 6]) {
+      const y = frozenLinear(x, wT, block);
+      expect(Math.max(...Array.from(tf.abs(tf.sub(y, tf.matMul(x, w, false, true))).dataSync()))).toBeLessThan(1e-5);
+      const g = tf.grad((v: tf.Tensor) => tf.sum(tf.mul(frozenLinear(v as tf.Tensor2D, wT, block), dy)))(x);
+      expect(Math.max(...Array.from(tf.abs(tf.sub(g, ref)).dataSync()))).toBeLessThan(1e-5);
+    }
+  }));
+
+  it('dL/dB of a fresh adapter equals scale · dL/dW · Aᵀ of the full model (chain rule through the frozen layers)', async () => {
+    const full = await loadCausalLM(tiny);
+    const model = await loadCausalLM(tiny, { lora: { settings: settings(), seed: 'g' } });
+    try {
+      const loss = (m: TfCausalLM) => () => tf.sum(m.scoreCompletions([[1, 2, 3, 4], [5, 6]], [[7, 8, 9], [10, 11]]).tokenLogProbs) as tf.Scalar;
+      const fv = full.trainableVariables();
+      const names = full.weightNames();
+      const { grads: gFull } = tf.variableGrads(loss(full), fv);
+      const lv = model.trainableVariables();
+      const { grads: gLora } = tf.variableGrads(loss(model), lv);
+      const scale = model.lora!.adapter.scale;
+      // Layer 0's q_proj and down_proj: the gradient reaches them through every frozen layer above.
+      for (const mod of ['model.layers.0.self_attn.q_proj', 'model.layers.0.mlp.down_proj']) {
+        const i = model.weightNames().indexOf(`base_model.model.${mod}.lora_B.weight`);
+        const a = lv[i - 1];
+        const dW = gFull[fv[names.indexOf(`${mod}.weight`)].name];
+        const expected = tf.mul(tf.matMul(dW, a, false, true), scale);
+        const got = gLora[lv[i].name];
+        const err = tf.max(tf.abs(tf.sub(got, expected))).dataSync()[0];
+        const mag = tf.max(tf.abs(expected)).dataSync()[0];
+        expect(mag).toBeGreaterThan(1e-4);
+        expect(err / mag).toBeLessThan(1e-4);
+      }
+      tf.dispose([...Object.values(gFull), ...Object.values(gLora)]);
+    } finally {
+      model.dispose();
+      full.dispose();
+    }
   });
 });
 
