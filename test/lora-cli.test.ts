@@ -32,7 +32,7 @@ beforeAll(async () => {
 afterAll(async () => cleanup());
 
 /** The toy config with both agents on `base` and a LoRA section. */
-function loraYaml(out: string, trainer: 'magrpo' | 'collm_cc', section: Record<string, unknown> = {}): string {
+function loraYaml(out: string, trainer: 'magrpo' | 'collm_cc' | 'collm_dc', section: Record<string, unknown> = {}): string {
   const doc = parse(toyConfigYaml({ agents: [base, base], trainer, out, trainItems: 5, section })) as { model: Record<string, unknown> };
   delete doc.model.agents;
   doc.model.agent_model = base;
@@ -52,6 +52,8 @@ async function train(name: string, yaml: string, extra: string[] = []): Promise<
 describe.each([
   { name: 'magrpo', trainer: 'magrpo' as const, section: { rollout_buffer_size: 3, train_batch_size: 2, num_generations: 3 }, files: ['agent_0', 'agent_1'] },
   { name: 'collm-cc', trainer: 'collm_cc' as const, section: { update_epochs: 2 }, files: ['agent_0', 'agent_1', 'critic'] },
+  // Separate critics, one per agent: four models on one base.
+  { name: 'collm-dc', trainer: 'collm_dc' as const, section: {}, files: ['agent_0', 'agent_1', 'agent_0/critic', 'agent_1/critic'] },
 ])('$name with LoRA: interrupted and resumed equals uninterrupted', ({ name, trainer, section, files }) => {
   let straight: string;
   let resumed: string;
@@ -92,10 +94,10 @@ describe.each([
         init.dispose();
       }
     }
-    if (name === 'collm-cc') {
-      const a = await readFile(join(straight, 'final', 'critic', 'value_head.safetensors'));
-      const b = await readFile(join(resumed, 'final', 'critic', 'value_head.safetensors'));
-      expect(b.equals(a)).toBe(true);
+    for (const d of files.filter((f) => f.endsWith('critic'))) {
+      const a = await readFile(join(straight, 'final', d, 'value_head.safetensors'));
+      const b = await readFile(join(resumed, 'final', d, 'value_head.safetensors'));
+      expect(b.equals(a), d).toBe(true);
     }
   });
 

@@ -53,6 +53,9 @@ describe('README LoRA example', () => {
       expect(existsSync(join(out, 'final', d, 'model.safetensors')), d).toBe(false);
     }
     expect(existsSync(join(out, 'final', 'critic', 'value_head.safetensors'))).toBe(true);
+    // `eval --checkpoint` loads the adapters onto the base their adapter_config.json names.
+    const ev = await cli(['eval', '--config', file, '--checkpoint', join(out, 'final')]);
+    expect(ev.code, ev.err).toBe(0);
     const merged = await loadCausalLM(join(out, 'final', 'agent_0', 'merged'));
     const adapted = await loadCausalLM(tiny, { adapter: join(out, 'final', 'agent_0') });
     try {
