@@ -265,6 +265,30 @@ describe('saving adapters in PEFT format', () => {
   });
 });
 
+describe('bad adapters are refused with messages naming the file', () => {
+  it('wrong base (shapes), missing tensor, foreign base name, pickle-only adapter', async () => {
+    const f = fixture('qwen2-tied-qv');
+    // The qwen2 adapter on the llama fixture: shapes differ.
+    // The qwen2 adapter (3 layers) on a 2-layer base: keys for a layer it lacks.
+    await expect(loadCausalLM(path.join(MODELS, 'qwen3-own-dims-f32'), { adapter: f.adapter })).rejects.toThrow(/adapter_model\.safetensors: tensors for modules this base model lacks .*layers\.2\.self_attn\.q_proj\.lora_A\.weight/);
+    // ... and on a base with another head_dim: q_proj's B has the wrong shape.
+    await expect(loadCausalLM(path.join(MODELS, 'qwen3-sharded-bf16'), { adapter: f.adapter })).rejects.toThrow(/tensor 'base_model\.model\.model\.layers\.0\.self_attn\.q_proj\.lora_B\.weight' has shape \[64,4\], the base model and r imply \[96,4\]/);
+    const bad = path.join(tmp, 'bad-adapter');
+    fs.mkdirSync(bad, { recursive: true });
+    const cfg = JSON.parse(fs.readFileSync(path.join(f.adapter, 'adapter_config.json'), 'utf8')) as Record<string, unknown>;
+    fs.writeFileSync(path.join(bad, 'adapter_config.json'), JSON.stringify({ ...cfg, target_modules: ['q_proj', 'v_proj', 'k_proj'] }));
+    fs.copyFileSync(path.join(f.adapter, 'adapter_model.safetensors'), path.join(bad, 'adapter_model.safetensors'));
+    await expect(loadCausalLM(f.base, { adapter: bad })).rejects.toThrow(/k_proj\.lora_A\.weight' missing/);
+    fs.writeFileSync(path.join(bad, 'adapter_config.json'), JSON.stringify({ ...cfg, base_model_name_or_path: 'Qwen/Qwen2.5-0.5B' }));
+    await expect(loadCausalLM(bad)).rejects.toThrow(/base model 'Qwen\/Qwen2\.5-0\.5B' is not a local model directory/);
+    fs.rmSync(path.join(bad, 'adapter_model.safetensors'));
+    fs.writeFileSync(path.join(bad, 'adapter_model.bin'), 'x');
+    await expect(loadCausalLM(f.base, { adapter: bad })).rejects.toThrow(/adapter_model\.bin is a pickle/);
+    // Nothing stays loaded after the failures.
+    expect(await liveFrozenBases()).toEqual([]);
+  });
+});
+
 describe('one frozen base shared by many adapters', () => {
   it('loads the base once for N models, frees it with the last one, and keeps heterogeneous bases apart', async () => {
     const before = tf.memory().numTensors;

@@ -227,7 +227,7 @@ function checkSavedKeys(tensors: ReadonlyMap<string, F32Tensor>, modules: readon
   const extra = [...tensors.keys()].filter((k) => !want.has(k));
   if (extra.length > 0) {
     const list = extra.slice(0, 4).join(', ') + (extra.length > 4 ? `, ... (${extra.length} in all)` : '');
-    throw new Error(`${file}: tensors not matching adapter_config.json's target modules: ${list}`);
+    throw new Error(`${file}: tensors for modules this base model lacks or adapter_config.json does not target (an adapter trained on another base?): ${list}`);
   }
 }
 
