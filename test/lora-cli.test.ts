@@ -69,8 +69,8 @@ describe.each([
     expect(names).toEqual(expect.arrayContaining(['adapter_config.json', 'adapter_model.safetensors', 'comlrl_adapter_state.json']));
     expect(names).not.toContain('model.safetensors');
     // Dropout ran during the losses (train mode) and its stream position is saved for the resume.
-    const state = JSON.parse(await readFile(join(straight, 'final', 'agent_0', 'comlrl_adapter_state.json'), 'utf8')) as { dropout_calls: number };
-    expect(state.dropout_calls).toBeGreaterThan(0);
+    const state = JSON.parse(await readFile(join(straight, 'final', 'agent_0', 'comlrl_adapter_state.json'), 'utf8')) as { dropout_passes: number };
+    expect(state.dropout_passes).toBeGreaterThan(0);
     const fin = await readdir(join(straight, 'final', 'agent_0'));
     expect(fin).toEqual(expect.arrayContaining(['adapter_config.json', 'adapter_model.safetensors', 'merged']));
     const cfg = JSON.parse(await readFile(join(straight, 'final', 'agent_0', 'adapter_config.json'), 'utf8')) as Record<string, unknown>;

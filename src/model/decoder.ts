@@ -39,6 +39,8 @@ export interface LoraDelta {
   delta(weightName: string, x: tf.Tensor2D): tf.Tensor2D | null;
   /** The adapter variables of layer `l`. */
   layerVariables(l: number): tf.Variable[];
+  /** Called once at the start of every forward pass (dropout masks are per pass and module). */
+  beginPass(): void;
 }
 
 /** RMSNorm over the last axis: x / sqrt(mean(x²) + eps) · weight. */
@@ -150,6 +152,7 @@ export class Decoder {
   /** Runs every layer and the final norm on embeddings x [B·S, hidden]. */
   forward(x: tf.Tensor2D, ctx: ForwardContext): { hidden: tf.Tensor2D; cache: LayerCache[] | null } {
     const cache: LayerCache[] = [];
+    this.lora?.beginPass();
     let h = x;
     for (let l = 0; l < this.cfg.numLayers; l++) {
       const p = `model.layers.${l}.`;

@@ -51,7 +51,7 @@ export type AdapterInit =
       readonly tensors: ReadonlyMap<string, F32Tensor>;
       readonly file: string;
       /** The dropout stream to continue (saved by comlrl); default: one derived from `file`. */
-      readonly dropout?: { readonly seed: number; readonly calls: number };
+      readonly dropout?: { readonly seed: number; readonly passes: number };
     };
 
 interface Pair {
@@ -62,8 +62,10 @@ interface Pair {
 /**
  * LoRA matrices for the modules {@link targetModulePaths} selects. Dropout (PEFT applies it in
  * train mode only) is on exactly when the forward pass runs under a gradient tape, so behaviour
- * log-probs, evaluation and generation never drop; its masks come from a seeded counter so runs
- * repeat exactly and {@link LoraAdapter.dropoutCalls} can be saved for resume.
+ * log-probs, evaluation and generation never drop. Each mask is a function of (seed, training pass,
+ * module): repeated runs draw the same masks, a layer recomputed within the same pass (gradient
+ * checkpointing) gets the same masks again, and {@link LoraAdapter.dropoutPasses} is saved for
+ * resume.
  */
 export class LoraAdapter {
   readonly scale: number;
@@ -72,8 +74,8 @@ export class LoraAdapter {
   private readonly pairs = new Map<string, Pair>();
   /** Adapter pairs per decoder layer, for per-layer recomputation. */
   private readonly byLayer: tf.Variable[][];
-  /** Dropout masks drawn so far (the next mask's seed offset). */
-  dropoutCalls = 0;
+  /** Training passes (forward passes under a tape with dropout on) begun so far. */
+  dropoutPasses = 0;
   /** Seed of the dropout stream (mask k uses seed + k); saved beside the adapter for resume. */
   readonly dropoutSeed: number;
   private disposed = false;
@@ -90,7 +92,7 @@ export class LoraAdapter {
     if ('seed' in init) this.dropoutSeed = hashSeed(`${init.seed}:lora-dropout`);
     else {
       this.dropoutSeed = init.dropout?.seed ?? hashSeed(`${init.file}:lora-dropout`);
-      this.dropoutCalls = init.dropout?.calls ?? 0;
+      this.dropoutPasses = init.dropout?.passes ?? 0;
     }
     const rng = 'seed' in init ? createRng(`${init.seed}:lora-init`) : null;
     const r = settings.r;
@@ -133,11 +135,19 @@ export class LoraAdapter {
     const rate = this.settings.loraDropout;
     if (rate > 0 && tf.engine().state.gradientDepth > 0) {
       // tf.dropout scales kept values by 1/(1-rate), as torch's Dropout does.
-      xin = tf.dropout(x, rate, undefined, this.dropoutSeed + this.dropoutCalls++) as tf.Tensor2D;
+      xin = tf.dropout(x, rate, undefined, hashSeed(`${this.dropoutSeed}:${this.dropoutPasses}:${weightName}`)) as tf.Tensor2D;
     }
     // A and B are small ([r, in], [out, r]), so linear's transposes cost little.
     const low = linear(xin, p.a as unknown as tf.Tensor2D);
     return tf.mul(linear(low, p.b as unknown as tf.Tensor2D), this.scale) as tf.Tensor2D;
+  }
+
+  /**
+   * Marks the start of a forward pass (the decoder calls it once per pass); a training pass
+   * (under a tape, dropout on) moves the dropout masks on.
+   */
+  beginPass(): void {
+    if (this.settings.loraDropout > 0 && tf.engine().state.gradientDepth > 0) this.dropoutPasses++;
   }
 
   /** A then B of every module, in module order. */

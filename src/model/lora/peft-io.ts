@@ -18,7 +18,7 @@ export const ADAPTER_WEIGHTS = 'adapter_model.safetensors';
 export const ADAPTER_STATE = 'comlrl_adapter_state.json';
 
 const count = z.number().int().min(0);
-const stateSchema = z.object({ dropout_seed: count, dropout_calls: count });
+const stateSchema = z.object({ dropout_seed: count, dropout_passes: count });
 
 /** Whether `dir` holds a PEFT adapter. */
 export function isAdapterDir(dir: string): boolean {
@@ -33,7 +33,7 @@ export interface AdapterFiles {
   /** The safetensors file (for error messages). */
   readonly file: string;
   /** The dropout stream at the save (comlrl's state file); null when the file is absent. */
-  readonly dropout: { readonly seed: number; readonly calls: number } | null;
+  readonly dropout: { readonly seed: number; readonly passes: number } | null;
 }
 
 /** Reads an adapter directory; errors name the file at fault. */
@@ -67,8 +67,8 @@ export function readAdapterDir(dir: string): AdapterFiles {
       throw new Error(`${stateFile}: not valid JSON (${(err as Error).message})`);
     }
     const p = stateSchema.safeParse(raw);
-    if (!p.success) throw new Error(`${stateFile}: dropout_seed and dropout_calls must be integers >= 0`);
-    dropout = { seed: p.data.dropout_seed, calls: p.data.dropout_calls };
+    if (!p.success) throw new Error(`${stateFile}: dropout_seed and dropout_passes must be integers >= 0`);
+    dropout = { seed: p.data.dropout_seed, passes: p.data.dropout_passes };
   }
   return { settings, tensors, file, dropout };
 }
@@ -90,7 +90,7 @@ export async function writeAdapterDir(
   fs.writeFileSync(path.join(dir, ADAPTER_CONFIG), JSON.stringify(adapterConfigJson(settings, leaves), null, 2) + '\n');
   const stateFile = path.join(dir, ADAPTER_STATE);
   if (adapter.settings.loraDropout > 0) {
-    fs.writeFileSync(stateFile, JSON.stringify({ dropout_seed: adapter.dropoutSeed, dropout_calls: adapter.dropoutCalls }) + '\n');
+    fs.writeFileSync(stateFile, JSON.stringify({ dropout_seed: adapter.dropoutSeed, dropout_passes: adapter.dropoutPasses }) + '\n');
   }
   else if (fs.existsSync(stateFile)) fs.rmSync(stateFile);
   // A full model saved here before would shadow the adapter for loaders that look for config.json first.
