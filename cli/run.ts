@@ -227,7 +227,9 @@ export async function resolveResume(dir: string, config: RunConfig): Promise<Res
   for (let i = 0; i < 64; i++) {
     const agentDir = path.join(checkpoint, `agent_${i}`);
     if (!existsSync(agentDir)) break;
-    for (const f of ['config.json', 'model.safetensors', 'tokenizer.json']) {
+    // LoRA checkpoints hold PEFT adapters (the base comes from the config's model paths).
+    const weights = config.model.lora ? ['adapter_config.json', 'adapter_model.safetensors'] : ['config.json', 'model.safetensors'];
+    for (const f of [...weights, 'tokenizer.json']) {
       if (!existsSync(path.join(agentDir, f))) throw new CheckpointError(`agent_${i} lacks ${f}`, checkpoint);
     }
   }
@@ -575,6 +577,8 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
         if (config.output.save_dtype !== 'float32') {
           for (let i = 0; i < trainer.agents.length; i++) await trainer.agents[i].model.save(path.join(tmp, `agent_${i}`), { dtype: config.output.save_dtype });
         }
+        // LoRA with save_merged: the merged full models beside the adapters.
+        await trainer.saveMerged(tmp, { dtype: config.output.save_dtype });
         await testPause('final-write', step);
       });
     }

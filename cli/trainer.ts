@@ -9,7 +9,8 @@ import type { SerializableTrainerState } from '../src/checkpoint/state.js';
 import { loadCriticHead, type CriticHead } from '../src/critic/heads.js';
 import type { CriticLM } from '../src/critic/value-model.js';
 import type { Agent, ChatFormat } from '../src/decpomdp/agent.js';
-import { loadCausalLM } from '../src/model/load.js';
+import { loadCausalLM, type LoadCausalLMOptions } from '../src/model/load.js';
+import { loraSettings, type LoraSection } from '../src/model/lora/config.js';
 import type { CausalLM } from '../src/model/types.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { createRng } from '../src/util/rng.js';
@@ -37,6 +38,11 @@ export interface TrainerHandle {
   importState(state: SerializableTrainerState): void;
   /** Agents (and critics and heads) in the trainer's layout: `dir/agent_i/`, critics as the trainer saves them. */
   save(dir: string): Promise<void>;
+  /**
+   * With `model.lora.save_merged` (critics: `model.critic_lora.save_merged`): writes each LoRA
+   * model's merged full weights into `<its saved dir>/merged/` under `dir` (after {@link save}).
+   */
+  saveMerged(dir: string, options?: { dtype?: 'float32' | 'bfloat16' | 'float16' }): Promise<void>;
   dispose(): void;
 }
 
@@ -48,6 +54,17 @@ export interface ModelSources {
   readonly critics: readonly string[];
   /** Directories holding `value_head.*` to load (resume); null: fresh heads. */
   readonly heads: readonly string[] | null;
+  /** LoRA resume: the saved adapter of each agent (its base is `agents[i]`); null: fresh adapters when `model.lora` is set. */
+  readonly agentAdapters?: readonly string[] | null;
+  /** LoRA resume: the saved adapter of each critic (its base is `critics[i]`). */
+  readonly criticAdapters?: readonly string[] | null;
+}
+
+/** The LoRA settings of the critics: `model.critic_lora`, else `model.lora`; null: full fine-tuning. */
+export function criticLora(config: RunConfig): LoraSection | null {
+  const c = config.model.critic_lora;
+  if (c === false) return null;
+  return c ?? config.model.lora ?? null;
 }
 
 /** Step number of a cursor: training items done since the start of the run. */
@@ -91,6 +108,19 @@ export function sourcesFromConfig(config: RunConfig, numAgents: number): ModelSo
 
 /** Model directories inside a checkpoint written by {@link TrainerHandle.save} (resume). */
 export function sourcesFromCheckpoint(config: RunConfig, dir: string, numAgents: number): ModelSources {
+  const saved = savedDirs(config, dir, numAgents);
+  // LoRA checkpoints hold adapters only: the bases come from the config's model paths again.
+  const bases = config.model.lora || criticLora(config) ? sourcesFromConfig(config, numAgents) : null;
+  return {
+    agents: config.model.lora ? bases!.agents : saved.agents,
+    critics: criticLora(config) ? bases!.critics : saved.critics,
+    heads: saved.heads,
+    agentAdapters: config.model.lora ? saved.agents : null,
+    criticAdapters: criticLora(config) ? saved.critics : null,
+  };
+}
+
+function savedDirs(config: RunConfig, dir: string, numAgents: number): ModelSources {
   const agents = Array.from({ length: numAgents }, (_, i) => join(dir, `agent_${i}`));
   if (config.trainer === 'magrpo') return { agents, critics: [], heads: null };
   if (config.trainer === 'collm-cc') return { agents, critics: [join(dir, 'critic')], heads: [join(dir, 'critic')] };
@@ -109,9 +139,19 @@ function chatFormat(config: RunConfig): ChatFormat | false {
   return f;
 }
 
-async function loadModelDir(dir: string, what: string): Promise<{ model: CausalLM; tokenizer: Awaited<ReturnType<typeof loadTokenizer>> }> {
+async function loadModelDir(
+  dir: string,
+  what: string,
+  lora: LoadCausalLMOptions = {},
+): Promise<{ model: CausalLM; tokenizer: Awaited<ReturnType<typeof loadTokenizer>> }> {
   if (!existsSync(dir)) throw new Error(`${what}: model directory ${dir} not found (model paths are local Hugging Face directories)`);
-  const model = await loadCausalLM(dir);
+  if (lora.adapter !== undefined && !existsSync(lora.adapter)) throw new Error(`${what}: adapter directory ${lora.adapter} not found (the checkpoint is incomplete)`);
+  let model: CausalLM;
+  try {
+    model = await loadCausalLM(dir, lora);
+  } catch (err) {
+    throw new Error(`${what}: ${(err as Error).message}`);
+  }
   try {
     return { model, tokenizer: await loadTokenizer(dir) };
   } catch (err) {
@@ -146,13 +186,31 @@ export function checkMaxNewTokens(config: RunConfig, model: CausalLM, what: stri
   throw new Error(`${key} ${maxNew} does not fit the context of ${what}: its config.json max_position_embeddings is ${context}, which must hold the prompt and the completion; set ${key} below ${context}`);
 }
 
-/** Loads one agent per directory, with the config's chat settings. */
-export async function loadAgents(config: RunConfig, dirs: readonly string[], counter?: TokenCounter): Promise<Agent[]> {
+/**
+ * How model `what` of a run loads under LoRA: the saved adapter (resume), a fresh adapter seeded
+ * by the run seed and the model's role, or none (full fine-tuning).
+ */
+function loraOptions(section: LoraSection | null | undefined, adapter: string | undefined, seed: number, role: string): LoadCausalLMOptions {
+  if (!section) return {};
+  if (adapter !== undefined) return { adapter };
+  return { lora: { settings: loraSettings(section), seed: `${seed}:${role}` } };
+}
+
+/**
+ * Loads one agent per directory, with the config's chat settings; with `model.lora` each gets an
+ * adapter (`adapters[i]` when resuming) on the directory's shared frozen base.
+ */
+export async function loadAgents(
+  config: RunConfig,
+  dirs: readonly string[],
+  counter?: TokenCounter,
+  adapters?: readonly string[] | null,
+): Promise<Agent[]> {
   const chat = chatFormat(config);
   const agents: Agent[] = [];
   try {
     for (let i = 0; i < dirs.length; i++) {
-      const { model, tokenizer } = await loadModelDir(dirs[i], `agent ${i}`);
+      const { model, tokenizer } = await loadModelDir(dirs[i], `agent ${i}`, loraOptions(config.model.lora, adapters?.[i], config.seed, `agent_${i}`));
       agents.push({ name: `agent_${i}`, model, tokenizer, chat });
       checkMaxNewTokens(config, model, `agent ${i} (${dirs[i]})`);
       counter?.watch(model);
@@ -181,9 +239,10 @@ export async function buildTrainer(
     for (const h of heads) h.dispose();
   };
   try {
-    agents.push(...(await loadAgents(config, sources.agents, counter)));
+    agents.push(...(await loadAgents(config, sources.agents, counter, sources.agentAdapters)));
     for (let i = 0; i < sources.critics.length; i++) {
-      const { model, tokenizer } = await loadModelDir(sources.critics[i], `critic ${i}`);
+      const lora = loraOptions(criticLora(config), sources.criticAdapters?.[i], config.seed, `critic_${i}`);
+      const { model, tokenizer } = await loadModelDir(sources.critics[i], `critic ${i}`, lora);
       critics.push({ name: `critic_${i}`, model, tokenizer });
     }
     // The heads' init stream is unused here: the saved weights overwrite the init.
@@ -205,7 +264,7 @@ export async function buildTrainer(
   try {
     if (config.trainer === 'magrpo') {
       const t = new MAGRPOTrainer<unknown, unknown>({ ...common, config: config.trainerConfig });
-      return handle('magrpo', t, agents, itemsPerEpoch, epochs, () => {
+      return handle('magrpo', t, agents, critics, config, itemsPerEpoch, epochs, () => {
         t.dispose();
         cleanup();
       }, (s) => t.importState(s as unknown as MAGRPOTrainerState), () => t.exportState() as unknown as SerializableTrainerState);
@@ -217,7 +276,7 @@ export async function buildTrainer(
         ...(critics.length > 0 ? { critics } : {}),
         ...(heads.length > 0 ? { criticHeads: heads } : {}),
       });
-      return handle('collm-dc', t, agents, itemsPerEpoch, epochs, () => {
+      return handle('collm-dc', t, agents, critics, config, itemsPerEpoch, epochs, () => {
         // The trainer frees the heads; critic LMs and agents are ours.
         t.dispose();
         for (const a of agents) a.model.dispose();
@@ -231,7 +290,7 @@ export async function buildTrainer(
       critic: critics[0],
       ...(heads.length > 0 ? { criticHead: heads[0] } : {}),
     });
-    return handle('collm-cc', t, agents, itemsPerEpoch, epochs, () => {
+    return handle('collm-cc', t, agents, critics, config, itemsPerEpoch, epochs, () => {
       t.dispose();
       for (const a of agents) a.model.dispose();
       for (const c of critics) c.model.dispose();
@@ -254,6 +313,8 @@ function handle(
   name: TrainerName,
   t: AnyTrainer,
   agents: readonly Agent[],
+  critics: readonly CriticLM[],
+  config: RunConfig,
   itemsPerEpoch: number,
   epochs: number,
   dispose: () => void,
@@ -280,6 +341,15 @@ function handle(
     importState,
     save: async (dir) => {
       await t.save(dir);
+    },
+    saveMerged: async (dir, options) => {
+      if (config.model.lora?.save_merged) {
+        for (let i = 0; i < agents.length; i++) await agents[i].model.saveMerged?.(join(dir, `agent_${i}`, 'merged'), options);
+      }
+      if (criticLora(config)?.save_merged) {
+        const saved = savedDirs(config, dir, agents.length).critics;
+        for (let i = 0; i < critics.length; i++) await critics[i].model.saveMerged?.(join(saved[i], 'merged'), options);
+      }
     },
     dispose,
   };

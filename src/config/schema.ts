@@ -9,6 +9,7 @@
 import { z } from 'zod';
 import { BACKEND_NAMES, type BackendName } from '../backend/init.js';
 import { DEFAULT_MEMORY_SETTINGS, parseBytes, type MemorySettings } from '../memory/settings.js';
+import { loraSectionSchema } from '../model/lora/config.js';
 
 /** The three trainers, by their CLI names. */
 export const TRAINER_NAMES = ['magrpo', 'collm-dc', 'collm-cc'] as const;
@@ -65,6 +66,16 @@ const modelSchema = z.strictObject({
   system_prompt: z.string({ error: 'model.system_prompt must be a string' }).optional(),
   /** Qwen3's `enable_thinking` template switch. */
   enable_thinking: bool('model.enable_thinking').optional(),
+  /**
+   * Train LoRA adapters (PEFT's LoraConfig fields) instead of every weight: agents built from the
+   * same directory share one frozen base in memory, each with its own adapter.
+   */
+  lora: loraSectionSchema.optional(),
+  /**
+   * The critics' LoRA settings (actor-critic trainers). Default: `lora`'s, so a critic on the agents'
+   * checkpoint shares their frozen base (adapter + value head); `false` fully fine-tunes the critic.
+   */
+  critic_lora: z.union([loraSectionSchema, z.literal(false)], { error: 'model.critic_lora must be a LoRA section or false' }).optional(),
 });
 
 const datasetSchema = z.strictObject({
@@ -293,6 +304,8 @@ const ALLOWED_KEYS: Record<string, readonly string[]> = {
   external: Object.keys(externalSchema.shape),
   reward_processor: Object.keys(rewardProcessorSchema.shape),
   task: Object.keys(taskOptionsSchema.shape),
+  'model.lora': Object.keys(loraSectionSchema.shape),
+  'model.critic_lora': Object.keys(loraSectionSchema.shape),
   'task.player': ['hp'],
   'task.spider': ['num', 'atk_low', 'atk_high'],
   output: Object.keys(outputSchema.shape),
@@ -359,6 +372,9 @@ export function parseRunConfig(raw: unknown, schemas: RunConfigSchemas, source?:
   }
   if (model.critic_model !== undefined && model.critics !== undefined) {
     issues.push({ key: 'model.critics', message: 'set either model.critic_model or model.critics, not both' });
+  }
+  if (trainer === 'magrpo' && model.critic_lora !== undefined) {
+    issues.push({ key: 'model.critic_lora', message: 'MAGRPO has no critic; remove it or use collm_dc / collm_cc' });
   }
   if (trainer === 'magrpo' && (model.critic_model !== undefined || model.critics !== undefined)) {
     issues.push({ key: model.critics !== undefined ? 'model.critics' : 'model.critic_model', message: 'MAGRPO has no critic; remove it or use collm_dc / collm_cc' });

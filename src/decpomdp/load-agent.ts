@@ -1,5 +1,5 @@
 import * as path from 'node:path';
-import { loadCausalLM } from '../model/load.js';
+import { loadCausalLM, type LoadCausalLMOptions } from '../model/load.js';
 import { loadTokenizer } from '../tokenizer/load.js';
 import type { Agent, ChatFormat } from './agent.js';
 
@@ -9,8 +9,18 @@ import type { Agent, ChatFormat } from './agent.js';
  */
 export async function loadAgent(
   dir: string,
-  options: { name?: string; chat?: ChatFormat | false; tokenizerDir?: string } = {},
+  options: {
+    name?: string;
+    chat?: ChatFormat | false;
+    tokenizerDir?: string;
+    /** LoRA: a saved PEFT adapter or fresh adapter settings (see {@link LoadCausalLMOptions}); the base is shared with every LoRA agent of `dir`. */
+    adapter?: string;
+    lora?: LoadCausalLMOptions['lora'];
+  } = {},
 ): Promise<Agent> {
-  const [model, tokenizer] = await Promise.all([loadCausalLM(dir), loadTokenizer(options.tokenizerDir ?? dir)]);
+  const lora: LoadCausalLMOptions = {};
+  if (options.adapter !== undefined) lora.adapter = options.adapter;
+  if (options.lora !== undefined) lora.lora = options.lora;
+  const [model, tokenizer] = await Promise.all([loadCausalLM(dir, lora), loadTokenizer(options.tokenizerDir ?? dir)]);
   return { name: options.name ?? path.basename(path.resolve(dir)), model, tokenizer, chat: options.chat ?? false };
 }

@@ -10,8 +10,17 @@ import { generateSequences, type GenerationMode } from './generate.js';
 import { chunkedTokenLogProbs, DEFAULT_LOGITS_CHUNK_BYTES } from './lm-head.js';
 import { RotaryTables, ropeInverseFrequencies } from './rope.js';
 import { writeSafetensors, type SafetensorsDtype } from './safetensors.js';
-import type { Architecture, CausalLM, CompletionScores, GenerationOutput, ModelMemoryOptions, SamplingOptions } from './types.js';
+import type { Architecture, CausalLM, CompletionScores, GenerationOutput, LoraInfo, ModelMemoryOptions, SamplingOptions } from './types.js';
 import { expectedWeights, type WeightSpec } from './weights.js';
+import type { LoraAdapter } from './lora/adapter.js';
+import type { FrozenBase } from './lora/base.js';
+import { ADAPTER_CONFIG, ADAPTER_STATE, ADAPTER_WEIGHTS, writeAdapterDir } from './lora/peft-io.js';
+
+/** A LoRA model's parts: the shared frozen base (one reference held by the model) and its own adapter. */
+export interface LoraParts {
+  readonly base: FrozenBase;
+  readonly adapter: LoraAdapter;
+}
 
 let modelCounter = 0;
 
@@ -51,10 +60,21 @@ export class TfCausalLM implements CausalLM {
    * @param weights - float32 values for every name of {@link expectedWeights}.
    * @param generationConfig - raw generation_config.json, written back on save when present.
    */
+  /** Under LoRA: the shared frozen base and this model's adapter; null under full fine-tuning. */
+  readonly lora: LoraParts | null;
+
+  /**
+   * @param decoderConfig - the normalised config.
+   * @param config - the raw config.json object (written back by {@link TfCausalLM.save}).
+   * @param weights - float32 values for every name of {@link expectedWeights} (full fine-tuning:
+   *   every weight becomes a variable), or {@link LoraParts} (LoRA: the model takes ownership of
+   *   the adapter and of one reference to the base, and trains only the adapter).
+   * @param generationConfig - raw generation_config.json, written back on save when present.
+   */
   constructor(
     readonly decoderConfig: DecoderConfig,
     readonly config: Readonly<Record<string, unknown>>,
-    weights: ReadonlyMap<string, { shape: number[]; data: Float32Array }>,
+    weights: ReadonlyMap<string, { shape: number[]; data: Float32Array }> | LoraParts,
     private readonly generationConfig: Readonly<Record<string, unknown>> | null = null,
   ) {
     this.architecture = decoderConfig.architecture;
@@ -65,18 +85,31 @@ export class TfCausalLM implements CausalLM {
     this.specs = expectedWeights(decoderConfig);
     const id = modelCounter++;
     this.vars = new Map();
-    for (const s of this.specs) {
-      const w = weights.get(s.name);
-      if (!w) throw new Error(`TfCausalLM: weight '${s.name}' missing`);
-      const t = tf.tensor(w.data, s.shape, 'float32');
-      this.vars.set(s.name, tf.variable(t, true, `comlrl_m${id}/${s.name}`));
-      t.dispose();
+    if (isLoraParts(weights)) {
+      this.lora = weights;
+      this.decoder = new Decoder(decoderConfig, weights.base.plain, { transposed: weights.base.transposed, lora: weights.adapter });
+    } else {
+      this.lora = null;
+      for (const s of this.specs) {
+        const w = weights.get(s.name);
+        if (!w) throw new Error(`TfCausalLM: weight '${s.name}' missing`);
+        const t = tf.tensor(w.data, s.shape, 'float32');
+        this.vars.set(s.name, tf.variable(t, true, `comlrl_m${id}/${s.name}`));
+        t.dispose();
+      }
+      this.decoder = new Decoder(decoderConfig, this.vars);
     }
-    this.decoder = new Decoder(decoderConfig, this.vars);
     this.rope = new RotaryTables(
       ropeInverseFrequencies(decoderConfig.headDim, decoderConfig.ropeTheta, decoderConfig.ropeScaling),
       decoderConfig.headDim,
     );
+  }
+
+  /** See {@link CausalLM.loraInfo}. */
+  get loraInfo(): LoraInfo | null {
+    if (!this.lora) return null;
+    const a = this.lora.adapter;
+    return { baseDir: this.lora.base.dir, r: a.settings.r, loraAlpha: a.settings.loraAlpha, modules: a.modules, parameters: a.parameterCount() };
   }
 
   private live(): void {
@@ -85,10 +118,12 @@ export class TfCausalLM implements CausalLM {
 
   trainableVariables(): tf.Variable[] {
     this.live();
+    if (this.lora) return this.lora.adapter.variables();
     return this.specs.map((s) => this.vars.get(s.name)!);
   }
 
   weightNames(): string[] {
+    if (this.lora) return this.lora.adapter.weightNames();
     return this.specs.map((s) => s.name);
   }
 
@@ -215,17 +250,43 @@ export class TfCausalLM implements CausalLM {
     return generateSequences(this, promptIds, options, mode);
   }
 
+  /**
+   * Full fine-tuning: config.json + model.safetensors. LoRA: the adapter only, as PEFT writes it
+   * (adapter_config.json + adapter_model.safetensors); {@link TfCausalLM.saveMerged} writes the
+   * full merged model.
+   */
   async save(dir: string, options: { dtype?: 'float32' | 'bfloat16' | 'float16' } = {}): Promise<void> {
     this.live();
     const dtype = options.dtype ?? 'float32';
     const st = DTYPES[dtype];
     if (!st) throw new Error(`save: dtype must be float32, bfloat16 or float16, got '${String(dtype)}'`);
-    fs.mkdirSync(dir, { recursive: true });
+    if (this.lora) {
+      await writeAdapterDir(dir, this.lora.adapter, path.resolve(this.lora.base.dir), st);
+      return;
+    }
     const tensors = [];
     for (const s of this.specs) {
       const data = (await this.vars.get(s.name)!.data()) as Float32Array;
       tensors.push({ name: s.name, shape: s.shape, data });
     }
+    await this.writeFull(dir, tensors, dtype);
+  }
+
+  /**
+   * Writes the full model (config.json + model.safetensors) with any LoRA update merged into the
+   * base weights (W + scale·B·A), loadable without PEFT. Without LoRA it is {@link TfCausalLM.save}.
+   */
+  async saveMerged(dir: string, options: { dtype?: 'float32' | 'bfloat16' | 'float16' } = {}): Promise<void> {
+    this.live();
+    if (!this.lora) return this.save(dir, options);
+    const dtype = options.dtype ?? 'float32';
+    if (!DTYPES[dtype]) throw new Error(`saveMerged: dtype must be float32, bfloat16 or float16, got '${String(dtype)}'`);
+    await this.writeFull(dir, await this.lora.base.mergedTensors(this.lora.adapter), dtype);
+  }
+
+  private async writeFull(dir: string, tensors: { name: string; shape: number[]; data: Float32Array }[], dtype: 'float32' | 'bfloat16' | 'float16'): Promise<void> {
+    const st = DTYPES[dtype];
+    fs.mkdirSync(dir, { recursive: true });
     writeSafetensors(path.join(dir, 'model.safetensors'), tensors, st);
     // Newer transformers write `dtype`, older `torch_dtype`; keep whichever is there in step with the file.
     const config: Record<string, unknown> = { ...this.config, torch_dtype: dtype };
@@ -237,6 +298,8 @@ export class TfCausalLM implements CausalLM {
     // A stale index would shadow the single file we just wrote.
     const index = path.join(dir, 'model.safetensors.index.json');
     if (fs.existsSync(index)) fs.rmSync(index);
+    // Nor may adapter files from an earlier save: loaders would apply them on top of the full model.
+    for (const f of [ADAPTER_CONFIG, ADAPTER_WEIGHTS, ADAPTER_STATE]) if (fs.existsSync(path.join(dir, f))) fs.rmSync(path.join(dir, f));
   }
 
   dispose(): void {
@@ -244,5 +307,14 @@ export class TfCausalLM implements CausalLM {
     this.disposed = true;
     for (const v of this.vars.values()) v.dispose();
     this.vars.clear();
+    if (this.lora) {
+      this.lora.adapter.dispose();
+      // Other models may still read the base: only this model's reference goes.
+      this.lora.base.release();
+    }
   }
+}
+
+function isLoraParts(w: ReadonlyMap<string, unknown> | LoraParts): w is LoraParts {
+  return !(w instanceof Map) && 'adapter' in w && 'base' in w;
 }

@@ -3,6 +3,7 @@ import { gatherRows, linear, tidyKeep } from '../backend/index.js';
 import { blockedAttention, type AttentionMask } from './attention.js';
 import type { HeadWeight } from './lm-head.js';
 import type { DecoderConfig } from './config.js';
+import { frozenLinear } from './lora/frozen-linear.js';
 import { recomputed } from './recompute.js';
 import { applyRotary } from './rope.js';
 
@@ -42,6 +43,18 @@ export type FrozenWeights = ReadonlyMap<string, tf.Tensor2D>;
 
 const HEAD = 'lm_head.weight';
 
+/** What the decoder needs from a LoRA adapter (see `lora/adapter.ts`). */
+export interface LoraDelta {
+  /** scale·B·A·dropout(x) for the linear `weightName`, or null when it has no adapter. */
+  delta(weightName: string, x: tf.Tensor2D): tf.Tensor2D | null;
+  /** The adapter variables of layer `l`. */
+  layerVariables(l: number): tf.Variable[];
+  /** Called once at the start of every forward pass (dropout masks are per pass and module). */
+  beginPass(): void;
+  /** Training passes begun so far: which dropout masks a pass uses (recomputation replays one). */
+  dropoutPasses: number;
+}
+
 /** RMSNorm over the last axis: x / sqrt(mean(x²) + eps) · weight. */
 export function rmsNorm<T extends tf.Tensor>(x: T, weight: tf.Tensor1D, eps: number): T {
   const ms = tf.mean(tf.square(x), -1, true);
@@ -53,15 +66,42 @@ export function rmsNorm<T extends tf.Tensor>(x: T, weight: tf.Tensor1D, eps: num
  * layout. Activations are kept 2-D ([B·S, hidden]) except inside attention.
  */
 export class Decoder {
+  /** Linear weights kept permanently as [in, out] (a frozen LoRA base); empty under full fine-tuning. */
+  private readonly baseT: FrozenWeights;
+  private readonly lora: LoraDelta | null;
+
+  /**
+   * @param cfg - the normalised config
+   * @param w - weights in HF layout: every weight (full fine-tuning, variables), or the frozen
+   *   base's embedding / norms / biases (LoRA)
+   * @param options - `transposed`: a frozen base's linear weights and head as [in, out], read in
+   *   place of `w`'s; `lora`: the adapter whose delta is added to every linear it targets
+   */
   constructor(
     readonly cfg: DecoderConfig,
-    private readonly w: ReadonlyMap<string, tf.Variable>,
-  ) {}
+    private readonly w: ReadonlyMap<string, tf.Tensor>,
+    options: { transposed?: FrozenWeights; lora?: LoraDelta } = {},
+  ) {
+    this.baseT = options.transposed ?? new Map();
+    this.lora = options.lora ?? null;
+  }
 
   private t<T extends tf.Tensor>(name: string): T {
     const v = this.w.get(name);
     if (!v) throw new Error(`decoder: weight '${name}' not loaded`);
     return v as unknown as T;
+  }
+
+  /**
+   * The trainable tensors layer `l` reads: its LoRA matrices under LoRA, else the layer's own
+   * variables (per-layer recomputation needs them to take gradients layer by layer).
+   */
+  layerTrainables(l: number): tf.Variable[] {
+    if (this.lora) return this.lora.layerVariables(l);
+    const p = `model.layers.${l}.`;
+    const out: tf.Variable[] = [];
+    for (const [name, v] of this.w) if (name.startsWith(p) && v instanceof tf.Variable) out.push(v);
+    return out;
   }
 
   private opt(name: string): tf.Tensor1D | undefined {
@@ -70,7 +110,12 @@ export class Decoder {
 
   /** Token embeddings for flat ids, [N, hidden]. */
   embed(ids: Int32Array): tf.Tensor2D {
-    return gatherRows(this.t<tf.Tensor2D>('model.embed_tokens.weight'), ids);
+    const table = this.w.get('model.embed_tokens.weight');
+    if (table) return gatherRows(table as tf.Tensor2D, ids);
+    // A frozen tied base keeps only the transposed table [hidden, vocab]: gather columns (no gradient needed).
+    const tT = this.baseT.get(HEAD);
+    if (!tT) throw new Error("decoder: weight 'model.embed_tokens.weight' not loaded");
+    return tf.tidy(() => tf.transpose(tf.gather(tT, tf.tensor1d(ids, 'int32'), 1)) as tf.Tensor2D);
   }
 
   /** The output head's weight (the embedding table when tied). */
@@ -78,15 +123,18 @@ export class Decoder {
     return this.t<tf.Tensor2D>(this.cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight');
   }
 
-  /** The output head for {@link chunkedTokenLogProbs}: trainable [V, H] layout. */
+  /** The output head for {@link chunkedTokenLogProbs}: a frozen base's [H, V] copy, else the [V, H] weight. */
   head(): HeadWeight {
-    return { weight: this.headWeight(), transposed: false };
+    const t = this.baseT.get(HEAD);
+    return t ? { weight: t, transposed: true } : { weight: this.headWeight(), transposed: false };
   }
 
   /** Logits [N, vocab] from final hidden states [N, hidden]. */
   logits(hidden: tf.Tensor2D, frozen?: FrozenWeights): tf.Tensor2D {
     const t = frozen?.get(HEAD);
-    return t ? tf.matMul(hidden, t) : linear(hidden, this.headWeight());
+    if (t) return tf.matMul(hidden, t);
+    const base = this.baseT.get(HEAD);
+    return base ? frozenLinear(hidden, base) : linear(hidden, this.headWeight());
   }
 
   /**
@@ -95,6 +143,8 @@ export class Decoder {
    */
   freeze(): Map<string, tf.Tensor2D> {
     const out = new Map<string, tf.Tensor2D>();
+    // A frozen base is already transposed once for good: nothing to copy.
+    if (this.baseT.size > 0) return out;
     for (const [name, v] of this.w) {
       if (name.endsWith('_proj.weight')) out.set(name, tf.keep(tf.transpose(v as unknown as tf.Tensor2D)));
     }
@@ -106,19 +156,37 @@ export class Decoder {
   private proj(name: string, x: tf.Tensor2D, frozen: FrozenWeights | undefined): tf.Tensor2D {
     const bias = this.opt(name.replace(/\.weight$/, '.bias'));
     const t = frozen?.get(name);
-    if (!t) return linear(x, this.t(name), bias);
-    const y = tf.matMul(x, t) as tf.Tensor2D;
-    return bias ? (tf.add(y, bias) as tf.Tensor2D) : y;
+    const base = t ? undefined : this.baseT.get(name);
+    let y: tf.Tensor2D;
+    if (t) y = tf.matMul(x, t) as tf.Tensor2D;
+    else if (base) y = frozenLinear(x, base);
+    else y = linear(x, this.t(name), bias);
+    if (bias && (t || base)) y = tf.add(y, bias) as tf.Tensor2D;
+    // LoRA: y = W·x + b + scale·B·A·dropout(x).
+    const d = this.lora?.delta(name, x);
+    return d ? (tf.add(y, d) as tf.Tensor2D) : y;
   }
 
   /** Runs every layer and the final norm on embeddings x [B·S, hidden]. */
   forward(x: tf.Tensor2D, ctx: ForwardContext): { hidden: tf.Tensor2D; cache: LayerCache[] | null } {
     const cache: LayerCache[] = [];
+    this.lora?.beginPass();
     let h = x;
     for (let l = 0; l < this.cfg.numLayers; l++) {
       if (ctx.recompute && !ctx.keepCache && !ctx.past) {
-        const layer = (input: tf.Tensor2D, [cos, sin]: readonly tf.Tensor[]) =>
-          this.layer(l, input, { ...ctx, cos: cos as tf.Tensor4D, sin: sin as tf.Tensor4D }).out;
+        // The backward pass may come after later forward passes (a shared actor-critic step runs
+        // two): the recomputation replays this pass's dropout masks.
+        const pass = this.lora?.dropoutPasses ?? 0;
+        const layer = (input: tf.Tensor2D, [cos, sin]: readonly tf.Tensor[]) => {
+          const lora = this.lora;
+          const now = lora?.dropoutPasses ?? 0;
+          if (lora) lora.dropoutPasses = pass;
+          try {
+            return this.layer(l, input, { ...ctx, cos: cos as tf.Tensor4D, sin: sin as tf.Tensor4D }).out;
+          } finally {
+            if (lora) lora.dropoutPasses = now;
+          }
+        };
         h = recomputed(layer, h, [ctx.cos, ctx.sin], this.layerTrainables(l));
       } else {
         // One scope per layer: what the tape does not keep is freed layer by layer, not at the end.
@@ -132,12 +200,6 @@ export class Decoder {
     }
     const hidden = rmsNorm(h, this.t('model.norm.weight'), this.cfg.rmsNormEps);
     return { hidden, cache: ctx.keepCache ? cache : null };
-  }
-
-  /** The tensors layer `l` reads that a gradient must reach (its variables marked trainable). */
-  layerTrainables(l: number): tf.Variable[] {
-    const p = `model.layers.${l}.`;
-    return [...this.w.entries()].filter(([name, v]) => name.startsWith(p) && v.trainable).map(([, v]) => v);
   }
 
   /** One decoder layer: attention and MLP blocks with pre-norm residuals. */

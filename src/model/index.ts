@@ -8,3 +8,4 @@ export * from './generate.js';
 export * from './causal-lm.js';
 export * from './load.js';
 export * from './tiny.js';
+export * from './lora/index.js';

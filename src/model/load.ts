@@ -3,13 +3,29 @@ import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { activeBackend, initBackend } from '../backend/index.js';
 import { TfCausalLM } from './causal-lm.js';
-import { parseDecoderConfig, parseGenerationEos } from './config.js';
+import { parseDecoderConfig, parseGenerationEos, type DecoderConfig } from './config.js';
+import { LoraAdapter } from './lora/adapter.js';
+import { acquireFrozenBase, baseKey, FrozenBase } from './lora/base.js';
+import type { LoraSettings } from './lora/config.js';
+import { isAdapterDir, readAdapterDir } from './lora/peft-io.js';
+import type { F32Tensor } from './safetensors.js';
 import { loadCheckpointWeights } from './weights.js';
 
 /** Options of {@link loadCausalLM}. */
 export interface LoadCausalLMOptions {
   /** Ignore tensors the decoder does not use instead of failing. Default false. */
   allowExtraTensors?: boolean;
+  /**
+   * A PEFT LoRA adapter directory (adapter_config.json + adapter_model.safetensors) to put on the
+   * model: the base is then frozen and shared with every other LoRA model of the same directory,
+   * and only the adapter trains.
+   */
+  adapter?: string;
+  /**
+   * A fresh LoRA adapter with these settings (A seeded from `seed`, B zeros), on the shared frozen
+   * base. Ignored when `adapter` is given.
+   */
+  lora?: { readonly settings: LoraSettings; readonly seed: string };
 }
 
 function readJson(file: string): unknown {
@@ -21,12 +37,14 @@ function readJson(file: string): unknown {
   }
 }
 
-/**
- * Loads a Hugging Face causal-LM directory (config.json, model.safetensors or a sharded
- * checkpoint with model.safetensors.index.json, optional generation_config.json) onto the current
- * tfjs backend. Call `initBackend()` first.
- */
-export async function loadCausalLM(dir: string, options: LoadCausalLMOptions = {}): Promise<TfCausalLM> {
+interface Checkpoint {
+  cfg: DecoderConfig;
+  raw: Record<string, unknown>;
+  genRaw: Record<string, unknown> | null;
+  weights: Map<string, F32Tensor>;
+}
+
+function readCheckpoint(dir: string, options: LoadCausalLMOptions): Checkpoint {
   if (!fs.existsSync(dir) || !fs.statSync(dir).isDirectory()) throw new Error(`${dir}: model directory not found`);
   const configFile = path.join(dir, 'config.json');
   const raw = readJson(configFile);
@@ -34,16 +52,69 @@ export async function loadCausalLM(dir: string, options: LoadCausalLMOptions = {
   const genRaw = fs.existsSync(genFile) ? readJson(genFile) : null;
   const genEos = genRaw ? parseGenerationEos(genRaw, genFile) : undefined;
   const cfg = parseDecoderConfig(raw, configFile, genEos);
-  const weights = loadCheckpointWeights(dir, cfg, options);
+  const weights = loadCheckpointWeights(dir, cfg, { allowExtraTensors: options.allowExtraTensors });
+  return { cfg, raw: raw as Record<string, unknown>, genRaw: genRaw as Record<string, unknown> | null, weights };
+}
+
+/** The base directory an adapter names (`base_model_name_or_path`), as a local directory. */
+function adapterBaseDir(adapterDir: string): string {
+  const { settings } = readAdapterDir(adapterDir);
+  const name = settings.baseModelNameOrPath;
+  const file = path.join(adapterDir, 'adapter_config.json');
+  if (!name) throw new Error(`${file}: base_model_name_or_path is empty; load the base with loadCausalLM(baseDir, { adapter: '${adapterDir}' })`);
+  for (const cand of [name, path.resolve(adapterDir, name)]) {
+    if (fs.existsSync(path.join(cand, 'config.json'))) return cand;
+  }
+  throw new Error(`${file}: base model '${name}' is not a local model directory (comlrl does not download); load it with loadCausalLM(baseDir, { adapter: '${adapterDir}' })`);
+}
+
+/**
+ * Loads a Hugging Face causal-LM directory (config.json, model.safetensors or a sharded
+ * checkpoint with model.safetensors.index.json, optional generation_config.json) onto the current
+ * tfjs backend. Call `initBackend()` first.
+ *
+ * With `adapter` or `lora` the model is a LoRA model: its base weights are frozen and shared by
+ * every LoRA model loaded from the same directory (loaded once, freed with the last model), and
+ * only the adapter trains. A directory holding only a PEFT adapter loads onto the base its
+ * `adapter_config.json` names.
+ */
+export async function loadCausalLM(dir: string, options: LoadCausalLMOptions = {}): Promise<TfCausalLM> {
+  if (options.adapter === undefined && !fs.existsSync(path.join(dir, 'config.json')) && isAdapterDir(dir)) {
+    return loadCausalLM(adapterBaseDir(dir), { ...options, adapter: dir });
+  }
+  if (options.adapter !== undefined || options.lora !== undefined) return loadLora(dir, options);
+  const { cfg, raw, weights, genRaw } = readCheckpoint(dir, options);
   // Variables are created next: when nobody chose a backend yet (initBackend or tf.setBackend),
   // start the default one rather than let tfjs pick its own with a console nag.
+  await ensureBackend();
+  return new TfCausalLM(cfg, raw, weights, genRaw);
+}
+
+async function ensureBackend(): Promise<void> {
   if (activeBackend() === null && !backendIsSet()) await initBackend();
-  return new TfCausalLM(
-    cfg,
-    raw as Record<string, unknown>,
-    weights,
-    genRaw as Record<string, unknown> | null,
-  );
+}
+
+async function loadLora(dir: string, options: LoadCausalLMOptions): Promise<TfCausalLM> {
+  // Read the adapter first: a bad adapter should fail before a large base is loaded.
+  const saved = options.adapter !== undefined ? readAdapterDir(options.adapter) : null;
+  const key = baseKey(dir, { allowExtraTensors: options.allowExtraTensors ?? false });
+  const base = await acquireFrozenBase(key, async () => {
+    const c = readCheckpoint(dir, options);
+    await ensureBackend();
+    return new FrozenBase(key, dir, c.cfg, c.raw, c.genRaw, c.weights);
+  });
+  let adapter: LoraAdapter;
+  try {
+    if (saved) {
+      adapter = new LoraAdapter(saved.settings, base.decoderConfig, { tensors: saved.tensors, file: saved.file, ...(saved.dropout ? { dropout: saved.dropout } : {}) });
+    } else {
+      adapter = new LoraAdapter(options.lora!.settings, base.decoderConfig, { seed: options.lora!.seed });
+    }
+  } catch (err) {
+    base.release();
+    throw err;
+  }
+  return new TfCausalLM(base.decoderConfig, base.config, { base, adapter }, base.generationConfig);
 }
 
 /** Whether tfjs already has a backend instance (set by initBackend or tf.setBackend directly). */

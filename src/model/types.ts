@@ -46,6 +46,18 @@ export interface CompletionScores {
   mask: tf.Tensor2D;
 }
 
+/** What a LoRA model tells about its adapter. */
+export interface LoraInfo {
+  /** The frozen base's directory (shared by every LoRA model loaded from it). */
+  readonly baseDir: string;
+  readonly r: number;
+  readonly loraAlpha: number;
+  /** Module paths with adapters (`model.layers.0.self_attn.q_proj`, ...). */
+  readonly modules: readonly string[];
+  /** Trainable adapter parameters. */
+  readonly parameters: number;
+}
+
 /** A decoder-only causal LM whose weights are tfjs variables. */
 export interface CausalLM {
   readonly architecture: Architecture;
@@ -78,8 +90,15 @@ export interface CausalLM {
   /** Samples continuations with a KV cache. */
   generate(promptIds: number[][], options: SamplingOptions): Promise<GenerationOutput>;
 
-  /** Writes config.json + model.safetensors (HF layout). dtype defaults to float32. */
+  /**
+   * Writes config.json + model.safetensors (HF layout); a LoRA model writes its adapter instead
+   * (PEFT's adapter_config.json + adapter_model.safetensors). dtype defaults to float32.
+   */
   save(dir: string, options?: { dtype?: 'float32' | 'bfloat16' | 'float16' }): Promise<void>;
+  /** Writes the full model with any LoRA update merged into the base weights (same files as a full save). */
+  saveMerged?(dir: string, options?: { dtype?: 'float32' | 'bfloat16' | 'float16' }): Promise<void>;
+  /** LoRA models: the adapter's settings and the shared base's directory; null or absent under full fine-tuning. */
+  readonly loraInfo?: LoraInfo | null;
   /** Frees every tensor the model owns. */
   dispose(): void;
 }

@@ -1,0 +1,178 @@
+/**
+ * A frozen base model shared by every LoRA model built on the same checkpoint: its weights are
+ * plain tensors (never variables, so no gradients and no optimizer moments), linear weights stored
+ * once pre-transposed to [in, out] (wasm's transposed matmuls are slow) and never duplicated.
+ * Models acquire and release it; the last release frees it.
+ */
+import * as fs from 'node:fs';
+import * as path from 'node:path';
+import * as tf from '@tensorflow/tfjs';
+import type { DecoderConfig } from '../config.js';
+import type { F32Tensor, NamedTensor } from '../safetensors.js';
+import { expectedWeights } from '../weights.js';
+import type { LoraAdapter } from './adapter.js';
+
+/** The output head's key in {@link FrozenBase.transposed} (the embedding table, transposed, when tied). */
+export const HEAD_KEY = 'lm_head.weight';
+const EMBED = 'model.embed_tokens.weight';
+
+function isLinear(name: string): boolean {
+  return name.endsWith('_proj.weight');
+}
+
+/** Frozen weights of one checkpoint, reference-counted. */
+export class FrozenBase {
+  /** Embedding table (untied models), norms and biases, in HF layout. */
+  readonly plain = new Map<string, tf.Tensor>();
+  /** `*_proj.weight` and the head as [in, out]. A tied model keeps only the transposed table. */
+  readonly transposed = new Map<string, tf.Tensor2D>();
+  private refs = 0;
+  private onFree: (() => void) | null = null;
+
+  /**
+   * @param key - identity in the shared registry (resolved directory + load options)
+   * @param dir - the checkpoint directory
+   * @param weights - float32 values for every name of {@link expectedWeights}
+   */
+  constructor(
+    readonly key: string,
+    readonly dir: string,
+    readonly decoderConfig: DecoderConfig,
+    readonly config: Readonly<Record<string, unknown>>,
+    readonly generationConfig: Readonly<Record<string, unknown>> | null,
+    weights: ReadonlyMap<string, F32Tensor>,
+  ) {
+    try {
+      for (const s of expectedWeights(decoderConfig)) {
+        const w = weights.get(s.name);
+        if (!w) throw new Error(`frozen base ${dir}: weight '${s.name}' missing`);
+        const tied = decoderConfig.tieWordEmbeddings && s.name === EMBED;
+        if (isLinear(s.name) || s.name === HEAD_KEY || tied) {
+          const t = tf.tensor2d(w.data, s.shape as [number, number], 'float32');
+          this.transposed.set(tied ? HEAD_KEY : s.name, tf.keep(tf.transpose(t)));
+          t.dispose();
+        } else {
+          this.plain.set(s.name, tf.keep(tf.tensor(w.data, s.shape, 'float32')));
+        }
+      }
+    } catch (err) {
+      this.free();
+      throw err;
+    }
+  }
+
+  /** Models currently holding this base. */
+  get references(): number {
+    return this.refs;
+  }
+
+  /** Takes a reference (each model built on the base takes one). */
+  acquire(): this {
+    if (this.freed) throw new Error(`frozen base ${this.dir} was freed`);
+    this.refs++;
+    return this;
+  }
+
+  /** Drops a reference; the last one frees the tensors and leaves the registry. */
+  release(): void {
+    if (this.refs <= 0) return;
+    this.refs--;
+    if (this.refs === 0) this.free();
+  }
+
+  private freed = false;
+
+  /** Whether the last reference was released (the tensors are gone). */
+  get isFreed(): boolean {
+    return this.freed;
+  }
+
+  private free(): void {
+    if (this.freed) return;
+    this.freed = true;
+    for (const t of this.plain.values()) t.dispose();
+    for (const t of this.transposed.values()) t.dispose();
+    this.plain.clear();
+    this.transposed.clear();
+    this.onFree?.();
+  }
+
+  /** Called once when the base is freed (the registry forgets it). */
+  setOnFree(f: () => void): void {
+    this.onFree = f;
+  }
+
+  /** Bytes of float32 weights the base holds. */
+  bytes(): number {
+    let n = 0;
+    for (const t of this.plain.values()) n += t.size;
+    for (const t of this.transposed.values()) n += t.size;
+    return 4 * n;
+  }
+
+  /**
+   * Every weight in HF layout and checkpoint order, with the adapter's scale·B·A added to its
+   * modules (W' = W + scale·B·A): the merged model. Reads one tensor at a time.
+   */
+  async mergedTensors(adapter: LoraAdapter | null): Promise<NamedTensor[]> {
+    const out: NamedTensor[] = [];
+    for (const s of expectedWeights(this.decoderConfig)) {
+      const tiedEmbed = this.decoderConfig.tieWordEmbeddings && s.name === EMBED;
+      const t = tf.tidy(() => {
+        const plain = this.plain.get(s.name);
+        if (plain) return plain.clone();
+        const wT = this.transposed.get(tiedEmbed ? HEAD_KEY : s.name);
+        if (!wT) throw new Error(`frozen base ${this.dir}: weight '${s.name}' missing`);
+        const w = tf.transpose(wT);
+        const d = isLinear(s.name) ? adapter?.deltaWeight(s.name) : null;
+        return d ? tf.add(w, d) : w;
+      });
+      out.push({ name: s.name, shape: s.shape, data: (await t.data()) as Float32Array });
+      t.dispose();
+    }
+    return out;
+  }
+}
+
+const registry = new Map<string, Promise<FrozenBase>>();
+
+/** The registry key of a checkpoint directory: its real path plus the load options. */
+export function baseKey(dir: string, options: Readonly<Record<string, unknown>> = {}): string {
+  let real = path.resolve(dir);
+  try {
+    real = fs.realpathSync(dir);
+  } catch {
+    // A missing directory fails later with the loader's own message.
+  }
+  return `${real}\u0000${JSON.stringify(options)}`;
+}
+
+/**
+ * The shared frozen base of `key`, loading it with `load` when no live model holds one; takes a
+ * reference for the caller (release it with {@link FrozenBase.release}). Concurrent calls for the
+ * same key share one load.
+ */
+export async function acquireFrozenBase(key: string, load: () => Promise<FrozenBase>): Promise<FrozenBase> {
+  let entry = registry.get(key);
+  if (!entry) {
+    entry = load().then((b) => {
+      b.setOnFree(() => {
+        if (registry.get(key) === entry) registry.delete(key);
+      });
+      return b;
+    });
+    registry.set(key, entry);
+    entry.catch(() => {
+      if (registry.get(key) === entry) registry.delete(key);
+    });
+  }
+  const base = await entry;
+  // The last holder may have freed it while this caller waited: load afresh.
+  if (base.isFreed) return acquireFrozenBase(key, load);
+  return base.acquire();
+}
+
+/** Frozen bases currently alive (tests and memory reports). */
+export async function liveFrozenBases(): Promise<FrozenBase[]> {
+  return Promise.all([...registry.values()]);
+}

@@ -1,0 +1,43 @@
+/**
+ * x·Wᵀ for a frozen weight stored pre-transposed as wT [in, out]: the forward pass is a plain
+ * matmul, and the gradient reaches x only (the weight is a constant). tfjs's own matMul gradient
+ * would use a transpose-flag matmul, which is several times slower on wasm, so dx = dy·W is
+ * computed with explicit transposes of W, in column blocks so that a large weight (the output head
+ * over a 150k vocabulary) never needs a full transposed copy.
+ */
+import * as tf from '@tensorflow/tfjs';
+
+/** Most weight elements transposed at once in the backward pass (16 M floats = 64 MB). */
+const BLOCK_ELEMS = 16 * 1024 * 1024;
+
+function inputGrad(dy: tf.Tensor2D, wT: tf.Tensor2D, block: number): tf.Tensor2D {
+  const [inF, outF] = wT.shape;
+  if (inF * outF <= block) return tf.matMul(dy, tf.transpose(wT));
+  const cols = Math.max(1, Math.floor(block / inF));
+  const n = dy.shape[0];
+  let acc: tf.Tensor2D | null = null;
+  for (let c = 0; c < outF; c += cols) {
+    const w = Math.min(cols, outF - c);
+    const part: tf.Tensor2D = tf.tidy(() => tf.matMul(tf.slice(dy, [0, c], [n, w]), tf.transpose(tf.slice(wT, [0, c], [inF, w]))));
+    if (acc) {
+      const next = tf.add(acc, part) as tf.Tensor2D;
+      acc.dispose();
+      part.dispose();
+      acc = next;
+    } else acc = part;
+  }
+  return acc as tf.Tensor2D;
+}
+
+/**
+ * x [N, in] · wT [in, out] → [N, out], differentiable in x only. `blockElems`: most weight
+ * elements transposed at once in the backward pass.
+ */
+export function frozenLinear(x: tf.Tensor2D, wT: tf.Tensor2D, blockElems = BLOCK_ELEMS): tf.Tensor2D {
+  if (x.shape[1] !== wT.shape[0]) throw new Error(`frozenLinear: input width ${x.shape[1]} does not match weight [${wT.shape.join(',')}] (stored [in, out])`);
+  const f = tf.customGrad(((xin: tf.Tensor2D) => ({
+    value: tf.matMul(xin, wT),
+    gradFunc: (dy: tf.Tensor2D) => inputGrad(dy, wT, blockElems),
+  })) as unknown as Parameters<typeof tf.customGrad>[0]);
+  return f(x) as tf.Tensor2D;
+}
