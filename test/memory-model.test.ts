@@ -86,3 +86,43 @@ for (const backend of ['wasm', 'cpu'] as const) {
     });
   });
 }
+
+describe('memory-bounded passes with LoRA adapters (dropout on)', () => {
+  // The adapter's B starts at zero, so it is set to noise first: every path then carries signal.
+  // Dropout masks depend on the training-pass counter; the replayed pass must use the same masks,
+  // so each measurement rewinds the counter to one value.
+  let model: TfCausalLM;
+  let lora: { dropoutPasses: number };
+  let reference: { loss: number; grads: Map<string, Float32Array> };
+  beforeAll(async () => {
+    await initBackend('wasm');
+    const dir = path.join(root, 'lora-base');
+    await createTinyModel({ dir, arch: 'qwen3', seed: 6, tokenizer: 'word', hiddenSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2, intermediateSize: 48 });
+    model = await loadCausalLM(dir, {
+      lora: { settings: { r: 4, loraAlpha: 8, loraDropout: 0.3, targetModules: 'all-linear', useRslora: false, layersToTransform: null, baseModelNameOrPath: null, revision: null }, seed: 'mem' },
+    });
+    tf.tidy(() => {
+      for (const v of model.trainableVariables()) v.assign(tf.randomNormal(v.shape, 0, 0.3, 'float32', v.size));
+    });
+    lora = (model.decoder as unknown as { lora: { dropoutPasses: number } }).lora;
+    model.memory = { attentionBlockBytes: HUGE, logitsChunkBytes: HUGE, recompute: false };
+    lora.dropoutPasses = 10;
+    reference = lossAndGrads(model);
+  });
+  afterAll(() => model.dispose());
+
+  it('recomputed layers with dropout give the same loss and adapter gradients within 1e-5', () => {
+    model.memory = { attentionBlockBytes: 1, logitsChunkBytes: 1, recompute: true };
+    lora.dropoutPasses = 10;
+    const got = lossAndGrads(model);
+    expect(Math.abs(got.loss - reference.loss)).toBeLessThanOrEqual(1e-5 * Math.abs(reference.loss));
+    for (const [k, g] of reference.grads) expect(relErr(got.grads.get(k)!, g), k).toBeLessThan(1e-5);
+  });
+
+  it('another dropout pass gives other gradients (the masks matter)', () => {
+    model.memory = { attentionBlockBytes: HUGE, logitsChunkBytes: HUGE, recompute: false };
+    lora.dropoutPasses = 11;
+    const got = lossAndGrads(model);
+    expect(Math.abs(got.loss - reference.loss)).toBeGreaterThan(1e-3 * Math.abs(reference.loss));
+  });
+});
