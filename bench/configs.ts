@@ -18,7 +18,7 @@ const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..'
 const cli = path.join(repoRoot, 'dist', 'cli', 'main.js');
 
 /** A few TLDR-shaped prompts (the trl-lib/tldr prompt column's layout) for a local split directory. */
-function writeTldrData(dir: string): void {
+export function writeTldrData(dir: string): void {
   const post = (i: number) =>
     `SUBREDDIT: r/relationships\nTITLE: Question ${i} about my roommate and the rent\nPOST: We have shared an apartment for ${i + 2} years. ` +
     'Lately the rent went up and we cannot agree on how to split it, since one room is bigger. I asked for advice from friends but they disagree too. ' +

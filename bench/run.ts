@@ -15,6 +15,7 @@ import { benchTldrHouseBuild } from './rewards.js';
 import { benchCoopHE } from './coophe.js';
 import { benchMagrpoStep } from './magrpo.js';
 import { benchExampleConfigs, printConfigTable } from './configs.js';
+import { benchMemory, printMemoryTable } from './memory.js';
 
 type Figures = Record<string, number>;
 
@@ -62,6 +63,10 @@ async function main(): Promise<void> {
   const want = (name: string): boolean => only.size === 0 || only.has(name);
   // Long runs (minutes): only when named.
   if (only.has('configs')) printConfigTable(await benchExampleConfigs());
+  if (only.has('memory')) {
+    const like = process.env.COMLRL_BENCH_LIKE === 'qwen3-1.7b' ? 'qwen3-1.7b' : 'qwen3-0.6b';
+    printMemoryTable(await benchMemory(like), like, process.env.COMLRL_BACKEND ?? 'wasm');
+  }
   console.log(`# comlrl benchmark (${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version})`);
 
   if (want('model')) {

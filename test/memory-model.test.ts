@@ -5,6 +5,7 @@ import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
 import { createTinyModel, loadCausalLM, type TfCausalLM } from '../src/model/index.js';
+import { chunkedTokenLogProbs, type HeadWeight } from '../src/model/lm-head.js';
 
 // The memory-bounding paths (attention in query blocks with a recomputing gradient, vocabulary
 // logits in row chunks, per-layer recomputation) must give the loss and gradients of the plain
@@ -124,5 +125,27 @@ describe('memory-bounded passes with LoRA adapters (dropout on)', () => {
     lora.dropoutPasses = 11;
     const got = lossAndGrads(model);
     expect(Math.abs(got.loss - reference.loss)).toBeGreaterThan(1e-3 * Math.abs(reference.loss));
+  });
+});
+
+describe('vocabulary log-probs through a frozen pre-transposed head', () => {
+  it('give the values and hidden-state gradients of the [V, H] head, in column blocks and row chunks', async () => {
+    await initBackend('wasm');
+    const hidden = tf.randomNormal([7, 16], 0, 1, 'float32', 1) as tf.Tensor2D;
+    const w = tf.randomNormal([37, 16], 0, 1, 'float32', 2) as tf.Tensor2D;
+    const wT = tf.transpose(w) as tf.Tensor2D;
+    const targets = Int32Array.from([0, 36, 5, 5, 17, 30, 2]);
+    const dy = tf.tensor1d([1, -2, 0.5, 3, -1, 0.25, 2]);
+    const f = (head: HeadWeight, chunk: number) => (x: tf.Tensor) => tf.sum(tf.mul(chunkedTokenLogProbs(x as tf.Tensor2D, head, targets, chunk), dy));
+    // Reference: plain log-softmax autodiff on the [V, H] weight.
+    const ref = (x: tf.Tensor) => tf.sum(tf.mul(tf.sum(tf.mul(tf.logSoftmax(tf.matMul(x as tf.Tensor2D, wT)), tf.tensor2d(Array.from(targets).flatMap((t) => Array.from({ length: 37 }, (_, j) => (j === t ? 1 : 0))), [7, 37])), 1), dy));
+    const gRef = tf.grad(ref)(hidden).dataSync();
+    for (const chunk of [1, 1 << 30]) {
+      const frozen = tf.grad(f({ weight: wT, transposed: true }, chunk))(hidden).dataSync();
+      const plain = tf.grad(f({ weight: w, transposed: false }, chunk))(hidden).dataSync();
+      expect(relErr(frozen as Float32Array, gRef as Float32Array)).toBeLessThan(1e-5);
+      expect(relErr(plain as Float32Array, gRef as Float32Array)).toBeLessThan(1e-5);
+    }
+    tf.dispose([hidden, w, wT, dy]);
   });
 });

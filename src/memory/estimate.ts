@@ -41,6 +41,8 @@ export interface PassMode {
 
 const F32 = 4;
 const SAFETY = 1.5;
+// Two buffers of a frozen head's 16 M-float column block (src/model/lm-head.ts).
+const FROZEN_HEAD_BLOCK_BYTES = 2 * 16 * 1024 * 1024 * 4;
 
 /**
  * Floats one token keeps per decoder layer on a gradient tape (norms, projections, rotary, MLP),
@@ -68,9 +70,11 @@ export function passBytes(m: DecoderShape, pass: PassShape, mode: PassMode): num
   bytes += Math.min(mode.attentionBlockBytes, pass.rows * m.numHeads * pass.width * pass.width * F32 * 16);
   if (pass.scoredTokens > 0) {
     const head = m.vocabSize * m.hiddenSize * F32;
-    bytes += head; // the head transposed once per pass
+    // A trainable head is transposed once per pass; a frozen base keeps it transposed already.
+    if (mode.embeddingsTrainable) bytes += head;
     bytes += Math.min(mode.logitsChunkBytes, pass.scoredTokens * m.vocabSize * F32 * 3);
-    if (mode.backward) bytes += mode.embeddingsTrainable ? 2 * head : head;
+    // Backward: a trainable head's gradient and its transpose; a frozen head's column blocks.
+    if (mode.backward) bytes += mode.embeddingsTrainable ? 2 * head : Math.min(head, FROZEN_HEAD_BLOCK_BYTES);
   }
   if (mode.backward && mode.embeddingsTrainable) bytes += m.vocabSize * m.hiddenSize * F32; // embedding scatter gradient
   // Temporaries the terms above miss (measured peaks ran ~1.25x the sum; see the test).

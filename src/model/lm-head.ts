@@ -17,14 +17,65 @@ export function logitsChunkRows(rows: number, vocab: number, chunkBytes: number)
   return Math.max(1, Math.min(rows, Math.floor(chunkBytes / (vocab * 4 * LIVE_LOGIT_BUFFERS))));
 }
 
-/** log softmax(logits)[target] per row of one chunk: logits [n, V], targets [n] → [n]. */
-function chunkLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): tf.Tensor1D {
+/** log softmax(logits)[target] and log Σ exp(logits) per row of one chunk: logits [n, V], targets [n]. */
+function chunkLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): [tf.Tensor1D, tf.Tensor1D] {
   const [n, v] = logits.shape;
   const m = tf.max(logits, 1, true);
-  const lse = tf.add(tf.log(tf.sum(tf.exp(tf.sub(logits, m)), 1, true)), m);
+  const lse = tf.reshape(tf.add(tf.log(tf.sum(tf.exp(tf.sub(logits, m)), 1, true)), m), [n]) as tf.Tensor1D;
   const flat = tf.add(tf.mul(tf.range(0, n, 1, 'int32'), tf.scalar(v, 'int32')), targets);
   const picked = tf.gather(tf.reshape(logits, [n * v]), flat);
-  return tf.sub(picked, tf.reshape(lse, [n])) as tf.Tensor1D;
+  return [tf.sub(picked, lse) as tf.Tensor1D, lse];
+}
+
+// Columns of a frozen head transposed at once in its backward pass (64 MiB of floats).
+const HEAD_BLOCK_FLOATS = 16 * 1024 * 1024;
+
+/**
+ * d Σ dy·lp / d hidden for a frozen head kept as [H, V]: the vocabulary is walked in column blocks
+ * (each transposed once), and every row chunk adds (onehot − softmax)·dy of that block times the
+ * block's rows. The head is never copied whole (Qwen's is 622 MB), and softmax comes from the
+ * forward pass's log Σ exp.
+ */
+function frozenHeadHiddenGrad(
+  hid: tf.Tensor2D,
+  headT: tf.Tensor2D,
+  lse: tf.Tensor1D,
+  dy: tf.Tensor,
+  targets: ArrayLike<number>,
+  chunkBytes: number,
+): tf.Tensor2D {
+  const [n, h] = hid.shape;
+  const vocab = headT.shape[1];
+  const width = Math.max(1, Math.min(vocab, Math.floor(HEAD_BLOCK_FLOATS / h)));
+  let dh: tf.Tensor2D = tf.zeros([n, h]);
+  for (let v0 = 0; v0 < vocab; v0 += width) {
+    const w = Math.min(width, vocab - v0);
+    const rows = logitsChunkRows(n, w, chunkBytes);
+    const next = tf.tidy(() => {
+      const block = tf.slice(headT, [0, v0], [h, w]);
+      const blockRows = tf.transpose(block);
+      const parts: tf.Tensor[] = [];
+      for (let r0 = 0; r0 < n; r0 += rows) {
+        const m = Math.min(rows, n - r0);
+        parts.push(
+          tf.tidy(() => {
+            const p = tf.exp(tf.sub(tf.matMul(tf.slice(hid, [r0, 0], [m, h]), block), tf.reshape(tf.slice(lse, [r0], [m]), [m, 1])));
+            const onehot = new Float32Array(m * w);
+            for (let i = 0; i < m; i++) {
+              const c = targets[r0 + i] - v0;
+              if (c >= 0 && c < w) onehot[i * w + c] = 1;
+            }
+            const g = tf.mul(tf.sub(tf.tensor2d(onehot, [m, w]), p), tf.reshape(tf.slice(dy, [r0], [m]), [m, 1]));
+            return tf.matMul(g as tf.Tensor2D, blockRows);
+          }),
+        );
+      }
+      return tf.add(dh, parts.length === 1 ? parts[0] : tf.concat(parts)) as tf.Tensor2D;
+    });
+    dh.dispose();
+    dh = next;
+  }
+  return dh;
 }
 
 /** The output head: its weight in Hugging Face layout [V, H], or pre-transposed [H, V] (frozen). */
@@ -68,18 +119,21 @@ export function chunkedTokenLogProbs(
     const tgt = args[1] as tf.Tensor1D;
     // One transposed copy per call: wasm's transpose-flag matmuls are ~10x slower.
     const headT = head.transposed ? head.weight : tf.transpose(head.weight);
-    save([hid, tgt, headT]);
     const parts = spans.map(([r0, m]) =>
       tf.tidy(() => chunkLogProbs(tf.matMul(tf.slice(hid, [r0, 0], [m, h]), headT), tf.slice(tgt, [r0], [m]))),
     );
+    const lse = parts.length === 1 ? parts[0][1] : tf.concat(parts.map((p) => p[1]));
+    save([hid, tgt, headT, lse]);
     if (!head.transposed) headT.dispose();
+    const value = parts.length === 1 ? parts[0][0] : tf.concat(parts.map((p) => p[0]));
     return {
-      value: parts.length === 1 ? parts[0] : tf.concat(parts),
+      value,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) =>
         tf.tidy(() => {
-          const [sh, st, sHeadT] = saved as [tf.Tensor2D, tf.Tensor1D, tf.Tensor2D];
+          const [sh, st, sHeadT, sLse] = saved as [tf.Tensor2D, tf.Tensor1D, tf.Tensor2D, tf.Tensor1D];
+          if (head.transposed) return [frozenHeadHiddenGrad(sh, sHeadT, sLse, dy, targets, chunkBytes), tf.zerosLike(st)];
           // d lp_i / d logits_i = (onehot(target_i) − softmax(logits_i)) · dy_i.
-          const headRows = head.transposed ? tf.transpose(sHeadT) : head.weight;
+          const headRows = head.weight;
           const dHidden: tf.Tensor[] = [];
           let dHeadT: tf.Tensor | null = trainableHead ? tf.zerosLike(sHeadT) : null;
           for (const [r0, m] of spans) {
