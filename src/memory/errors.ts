@@ -42,6 +42,9 @@ const BACKEND_CRASHES = [
   /Cannot enlarge memory/i,
   /OOM when allocating/i,
   /RangeError: WebAssembly\.Memory/i,
+  // What a wasm heap corrupted by a failed allocation reports next.
+  /null function or function signature mismatch/i,
+  /RuntimeError: unreachable/i,
 ];
 
 /** Whether an error is a backend running out of memory (rather than a bug of ours or the user's). */

@@ -41,8 +41,8 @@ export interface PassMode {
 
 const F32 = 4;
 const SAFETY = 1.5;
-// Two buffers of a frozen head's 16 M-float column block (src/model/lm-head.ts).
-const FROZEN_HEAD_BLOCK_BYTES = 2 * 16 * 1024 * 1024 * 4;
+// Two buffers of a frozen head's 4 M-float column block (src/model/lm-head.ts).
+const FROZEN_HEAD_BLOCK_BYTES = 2 * 4 * 1024 * 1024 * 4;
 
 /**
  * Floats one token keeps per decoder layer on a gradient tape (norms, projections, rotary, MLP),

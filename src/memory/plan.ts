@@ -139,8 +139,9 @@ export function generationBatchSize(model: PlannableModel, total: number, prompt
   const available = budget - heldTensorBytes();
   const { attentionBlockBytes } = blockSizes(available);
   if (isMemoryAware(model)) model.memory = { ...model.memory, attentionBlockBytes };
-  // Generation also holds a transposed copy of every trainable linear weight (see Decoder.freeze).
-  const frozenCopies = variableBytes(model.trainableVariables());
+  // Generation holds a transposed copy of every trainable linear weight (Decoder.freeze), and the
+  // wasm matmul a packed copy of each.
+  const frozenCopies = 2 * variableBytes(model.trainableVariables());
   const fits = (n: number) => generationBytes(shape, n, promptWidth, maxNewTokens, attentionBlockBytes) + frozenCopies <= available;
   if (!fits(1)) {
     const need = generationBytes(shape, 1, promptWidth, maxNewTokens, attentionBlockBytes) + frozenCopies;

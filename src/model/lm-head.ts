@@ -5,6 +5,7 @@
  * log-softmax and its gradient hold several copies.
  */
 import * as tf from '@tensorflow/tfjs';
+import { matMulAgainstFrozen } from './lora/frozen-linear.js';
 
 /** Bytes of logits-sized buffers one chunk may hold at once (default 64 MiB). */
 export const DEFAULT_LOGITS_CHUNK_BYTES = 64 * 1024 * 1024;
@@ -27,8 +28,8 @@ function chunkLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): [tf.Tensor1D,
   return [tf.sub(picked, lse) as tf.Tensor1D, lse];
 }
 
-// Columns of a frozen head transposed at once in its backward pass (64 MiB of floats).
-const HEAD_BLOCK_FLOATS = 16 * 1024 * 1024;
+// Columns of a frozen head transposed at once in its backward pass (16 MiB of floats).
+const HEAD_BLOCK_FLOATS = 4 * 1024 * 1024;
 
 /**
  * d Σ dy·lp / d hidden for a frozen head kept as [H, V]: the vocabulary is walked in column blocks
@@ -118,10 +119,10 @@ export function chunkedTokenLogProbs(
     const hid = args[0] as tf.Tensor2D;
     const tgt = args[1] as tf.Tensor1D;
     // One transposed copy per call: wasm's transpose-flag matmuls are ~10x slower.
-    const headT = head.transposed ? head.weight : tf.transpose(head.weight);
-    const parts = spans.map(([r0, m]) =>
-      tf.tidy(() => chunkLogProbs(tf.matMul(tf.slice(hid, [r0, 0], [m, h]), headT), tf.slice(tgt, [r0], [m]))),
-    );
+    const headT: tf.Tensor2D = head.transposed ? head.weight : tf.transpose(head.weight);
+    // A frozen head lives on: multiply against block copies (see matMulAgainstFrozen).
+    const logitsOf = (x: tf.Tensor2D): tf.Tensor2D => (head.transposed ? matMulAgainstFrozen(x, headT) : tf.matMul(x, headT));
+    const parts = spans.map(([r0, m]) => tf.tidy(() => chunkLogProbs(logitsOf(tf.slice(hid, [r0, 0], [m, h]) as tf.Tensor2D), tf.slice(tgt, [r0], [m]))));
     const lse = parts.length === 1 ? parts[0][1] : tf.concat(parts.map((p) => p[1]));
     save([hid, tgt, headT, lse]);
     if (!head.transposed) headT.dispose();

@@ -48,9 +48,10 @@ export class FrozenBase {
         if (!w) throw new Error(`frozen base ${dir}: weight '${s.name}' missing`);
         const tied = decoderConfig.tieWordEmbeddings && s.name === EMBED;
         if (isLinear(s.name) || s.name === HEAD_KEY || tied) {
-          const t = tf.tensor2d(w.data, s.shape as [number, number], 'float32');
-          this.transposed.set(tied ? HEAD_KEY : s.name, tf.keep(tf.transpose(t)));
-          t.dispose();
+          // Transposed on the JS side: a tfjs transpose would hold the weight twice in the backend
+          // (Qwen's 622 MB embedding table in wasm's 4 GiB heap).
+          const [rows, cols] = s.shape as [number, number];
+          this.transposed.set(tied ? HEAD_KEY : s.name, tf.keep(tf.tensor2d(transposeRows(w.data, rows, cols), [cols, rows], 'float32')));
         } else {
           this.plain.set(s.name, tf.keep(tf.tensor(w.data, s.shape, 'float32')));
         }
@@ -175,4 +176,21 @@ export async function acquireFrozenBase(key: string, load: () => Promise<FrozenB
 /** Frozen bases currently alive (tests and memory reports). */
 export async function liveFrozenBases(): Promise<FrozenBase[]> {
   return Promise.all([...registry.values()]);
+}
+
+/** The [cols, rows] transpose of a row-major [rows, cols] matrix, in blocks that stay in cache. */
+function transposeRows(data: Float32Array, rows: number, cols: number): Float32Array {
+  const out = new Float32Array(rows * cols);
+  const B = 64;
+  for (let r0 = 0; r0 < rows; r0 += B) {
+    const r1 = Math.min(rows, r0 + B);
+    for (let c0 = 0; c0 < cols; c0 += B) {
+      const c1 = Math.min(cols, c0 + B);
+      for (let r = r0; r < r1; r++) {
+        const src = r * cols;
+        for (let c = c0; c < c1; c++) out[c * rows + r] = data[src + c];
+      }
+    }
+  }
+  return out;
 }

@@ -7,8 +7,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 
-/** Most weight elements transposed at once in the backward pass (16 M floats = 64 MB). */
-const BLOCK_ELEMS = 16 * 1024 * 1024;
+/** Most weight elements copied or transposed at once (4 M floats = 16 MB): big transient buffers fragment the wasm heap. */
+const BLOCK_ELEMS = 4 * 1024 * 1024;
 
 function inputGrad(dy: tf.Tensor2D, wT: tf.Tensor2D, block: number): tf.Tensor2D {
   const [inF, outF] = wT.shape;
@@ -30,13 +30,30 @@ function inputGrad(dy: tf.Tensor2D, wT: tf.Tensor2D, block: number): tf.Tensor2D
 }
 
 /**
+ * x [N, in] · wT [in, out] for a weight that lives on: the product is taken against fresh copies
+ * of column blocks of wT. The wasm backend's XNNPACK matmul packs its second operand into a
+ * private buffer cached for as long as that tensor lives, so a plain matmul against a frozen base
+ * would keep a second copy of every base weight (an out-of-memory abort at Qwen3-0.6B's size); a
+ * block copy and its packed buffer are freed right after use.
+ */
+export function matMulAgainstFrozen(x: tf.Tensor2D, wT: tf.Tensor2D, blockElems = BLOCK_ELEMS): tf.Tensor2D {
+  const [inF, outF] = wT.shape;
+  const cols = Math.max(1, Math.min(outF, Math.floor(blockElems / inF)));
+  return tf.tidy(() => {
+    const parts: tf.Tensor2D[] = [];
+    for (let c = 0; c < outF; c += cols) parts.push(tf.matMul(x, tf.slice(wT, [0, c], [inF, Math.min(cols, outF - c)])));
+    return parts.length === 1 ? parts[0] : (tf.concat(parts, 1) as tf.Tensor2D);
+  });
+}
+
+/**
  * x [N, in] · wT [in, out] → [N, out], differentiable in x only. `blockElems`: most weight
  * elements transposed at once in the backward pass.
  */
 export function frozenLinear(x: tf.Tensor2D, wT: tf.Tensor2D, blockElems = BLOCK_ELEMS): tf.Tensor2D {
   if (x.shape[1] !== wT.shape[0]) throw new Error(`frozenLinear: input width ${x.shape[1]} does not match weight [${wT.shape.join(',')}] (stored [in, out])`);
   const f = tf.customGrad(((xin: tf.Tensor2D) => ({
-    value: tf.matMul(xin, wT),
+    value: matMulAgainstFrozen(xin, wT, blockElems),
     gradFunc: (dy: tf.Tensor2D) => inputGrad(dy, wT, blockElems),
   })) as unknown as Parameters<typeof tf.customGrad>[0]);
   return f(x) as tf.Tensor2D;
