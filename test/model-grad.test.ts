@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
 import { createTinyModel, loadCausalLM, type TfCausalLM } from '../src/model/index.js';
 import { createRng } from '../src/util/rng.js';
+import { backendUnderTest } from './backend-under-test.js';
 
 // Gradient of the summed completion log-prob vs central finite differences, on the float32 cpu
 // backend. Float32 tolerances: f ≈ -100 carries ~1e-5 rounding, so with h = 1e-2 the difference
@@ -20,7 +21,7 @@ const COMPLETIONS = [[5, 6, 2, 11], [9, 9], [1]];
 let root: string;
 beforeAll(async () => {
   setBackendLogger(null);
-  await initBackend('cpu');
+  await initBackend(backendUnderTest('cpu'));
   root = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-grad-'));
 });
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));

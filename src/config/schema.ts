@@ -7,7 +7,7 @@
  * schemas, which the caller passes in ({@link RunConfigSchemas}): src does not import trainers/.
  */
 import { z } from 'zod';
-import { BACKEND_NAMES, type BackendName } from '../backend/init.js';
+import { BACKEND_CHOICES, type BackendChoice } from '../backend/init.js';
 
 /** The three trainers, by their CLI names. */
 export const TRAINER_NAMES = ['magrpo', 'collm-dc', 'collm-cc'] as const;
@@ -163,8 +163,8 @@ const topSchema = z.strictObject({
   output: outputSchema.optional(),
   /** The run seed: the trainer's random streams (and HouseBuild's spider draw unless task.rpg_seed). */
   seed: int('seed', 0).optional(),
-  /** Tensor backend (else COMLRL_BACKEND, else wasm). */
-  backend: z.enum(BACKEND_NAMES as [BackendName, ...BackendName[]], { error: `backend must be one of ${BACKEND_NAMES.join(', ')}` }).optional(),
+  /** Tensor backend (else COMLRL_BACKEND, else auto: tensorflow when installed, else wasm). */
+  backend: z.enum(BACKEND_CHOICES as [BackendChoice, ...BackendChoice[]], { error: `backend must be one of ${BACKEND_CHOICES.join(', ')}` }).optional(),
 });
 
 /** The model section after validation. */
@@ -196,7 +196,7 @@ export interface RunConfig {
   readonly task: TaskOptionsSection;
   readonly output: OutputSection;
   readonly seed: number;
-  readonly backend: BackendName | undefined;
+  readonly backend: BackendChoice | undefined;
 }
 
 /** The trainers' zod schemas, injected by the caller (src must not import trainers/). */
