@@ -11,6 +11,7 @@
 import { createHash } from 'node:crypto';
 import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
+import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
 
@@ -92,8 +93,13 @@ function preflight() {
         `Install the prebuilt package instead: npm i @tensorflow/tfjs-node@${PINS.tfjsNode} (it downloads libtensorflow from storage.googleapis.com).`,
     );
   }
-  const tfjsPkg = path.join(ROOT, 'node_modules', '@tensorflow', 'tfjs', 'package.json');
-  if (!fs.existsSync(tfjsPkg)) fail(`${path.relative(process.cwd(), tfjsPkg) || tfjsPkg} is missing: run \`npm ci\` (or npm install) first.`);
+  // Resolved as comlrl resolves it (its own node_modules, or hoisted above it when it is a dependency).
+  let tfjsPkg;
+  try {
+    tfjsPkg = createRequire(path.join(ROOT, 'package.json')).resolve('@tensorflow/tfjs/package.json');
+  } catch {
+    fail(`@tensorflow/tfjs is not installed next to ${ROOT}: run \`npm ci\` (or npm install) first.`);
+  }
   const tfjsVersion = JSON.parse(fs.readFileSync(tfjsPkg, 'utf8')).version;
   if (tfjsVersion !== PINS.tfjs) fail(`@tensorflow/tfjs is ${tfjsVersion}, but tfjs-node ${PINS.tfjsNode} needs @tensorflow/tfjs ${PINS.tfjs}: run \`npm ci\`.`);
 
@@ -169,11 +175,15 @@ function manifestMatches(m) {
   return m !== null && m.wheel?.sha256 === PINS.wheel.sha256 && m.tfjsNode === PINS.tfjsNode && m.node?.modules === process.versions.modules;
 }
 
+// The streaming child in flight, so an interrupt can stop it before the stage is removed.
+let running = null;
+
 /** Runs a command with its output streamed (for progress) and a heartbeat while it is quiet. */
 function stream(cmd, args, opts, label) {
   return new Promise((resolve, reject) => {
     const started = Date.now();
     const child = spawn(cmd, args, { ...opts, stdio: ['ignore', 'inherit', 'inherit'] });
+    running = child;
     const beat = setInterval(() => log(`${label}: still running (${Math.round((Date.now() - started) / 1000)} s)`), 20_000);
     child.on('error', (e) => {
       clearInterval(beat);
@@ -181,6 +191,7 @@ function stream(cmd, args, opts, label) {
     });
     child.on('exit', (code, signal) => {
       clearInterval(beat);
+      running = null;
       if (code === 0) resolve();
       else reject(new SetupError(`${label} failed (${signal ?? `exit ${code}`}); see the output above.`));
     });
@@ -353,6 +364,7 @@ async function main() {
   };
   for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
     process.on(sig, () => {
+      running?.kill('SIGKILL');
       console.error(`${TAG} interrupted; removed the partial build, nothing was installed`);
       cleanup();
       process.exit(130);
