@@ -23,19 +23,12 @@ type Figures = Record<string, number>;
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
 
-function torchBaseline(dir: string): Figures | null {
-  const script = process.env.COMLRL_TORCH_BENCH ?? path.resolve(repoRoot, '../shared/reference/torch_bench.py');
-  const python = process.env.COMLRL_TORCH_PYTHON ?? '/usr/bin/python3';
-  if (!fs.existsSync(script) || !fs.existsSync(python)) return null;
-  const probe = spawnSync(python, ['-c', 'import torch'], { encoding: 'utf8' });
-  if (probe.status !== 0) return null;
+function torchRun(python: string, script: string, dir: string, env: NodeJS.ProcessEnv): Figures | null {
   const s = BENCH_SHAPE;
   const run = spawnSync(
     python,
     [script, dir, '--batch', String(s.batch), '--seq', String(s.seq), '--new', String(s.newTokens), '--reps', '5'],
-    // torch's OpenMP default here is one thread per physical core (1 on a 2-vCPU VM); give it every
-    // core, as TensorFlow and the other columns get.
-    { encoding: 'utf8', maxBuffer: 1 << 24, env: { ...process.env, OMP_NUM_THREADS: process.env.OMP_NUM_THREADS ?? String(os.cpus().length) } },
+    { encoding: 'utf8', maxBuffer: 1 << 24, env },
   );
   if (run.status !== 0) {
     console.error(`torch baseline failed: ${run.stderr.trim().split('\n').pop()}`);
@@ -43,6 +36,33 @@ function torchBaseline(dir: string): Figures | null {
   }
   const line = run.stdout.trim().split('\n').pop() ?? '{}';
   return JSON.parse(line) as Figures;
+}
+
+const LOWER_IS_BETTER = new Set(['forward_ms', 'fwd_bwd_ms', 'adamw_step_ms']);
+
+/**
+ * PyTorch's figures: with OMP_NUM_THREADS set, that one run; else the best per figure of torch's
+ * own thread default (one per physical core: 1 on a 2-vCPU VM) and every core with a passive
+ * OpenMP wait policy (spinning threads collapse on a shared VM), so the baseline is never weakened.
+ */
+function torchBaseline(dir: string): Figures | null {
+  const script = process.env.COMLRL_TORCH_BENCH ?? path.resolve(repoRoot, '../shared/reference/torch_bench.py');
+  const python = process.env.COMLRL_TORCH_PYTHON ?? '/usr/bin/python3';
+  if (!fs.existsSync(script) || !fs.existsSync(python)) return null;
+  const probe = spawnSync(python, ['-c', 'import torch'], { encoding: 'utf8' });
+  if (probe.status !== 0) return null;
+  if (process.env.OMP_NUM_THREADS) return torchRun(python, script, dir, process.env);
+  const own = torchRun(python, script, dir, process.env);
+  const all = torchRun(python, script, dir, { ...process.env, OMP_NUM_THREADS: String(os.cpus().length), OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY ?? 'PASSIVE' });
+  if (!own || !all) return own ?? all;
+  const best: Figures = { ...own };
+  for (const [k, v] of Object.entries(all)) {
+    if (typeof v !== 'number' || typeof own[k] !== 'number' || k === 'threads') continue;
+    best[k] = LOWER_IS_BETTER.has(k) ? Math.min(v, own[k]) : Math.max(v, own[k]);
+  }
+  best.threads = Math.max(own.threads, all.threads);
+  best.threads_own = own.threads;
+  return best;
 }
 
 const fmt = (x: number | undefined, digits = 1): string =>
@@ -129,7 +149,7 @@ async function main(): Promise<void> {
       const runs = new Map(backends.map((b) => [b, onBackend(b, 'model', dir)] as const));
       const torch = torchBaseline(dir);
       console.log(`\nmodel: Qwen3 vocab ${BENCH_SHAPE.vocab}, hidden ${BENCH_SHAPE.hidden}, ${BENCH_SHAPE.layers} layers, batch ${BENCH_SHAPE.batch} × ${BENCH_SHAPE.seq}` +
-        (torch ? `; PyTorch ${torch.torch} on ${torch.threads} threads (matmul ${fmt(torch.matmul_gflops, 0)} GFLOP/s)` : ''));
+        (torch ? `; PyTorch ${torch.torch}, ${torch.threads_own !== undefined ? `best of ${torch.threads_own} and ${torch.threads} threads per figure` : `${torch.threads} threads`} (matmul ${fmt(torch.matmul_gflops, 0)} GFLOP/s)` : ''));
       const rates = new Set(['score_tokens_per_s', 'gen_tokens_per_s', 'gen_recompute_tokens_per_s']);
       sideBySide('Model (ms; tokens/s)', ['forward_ms', 'fwd_bwd_ms', 'adamw_step_ms', 'score_tokens_per_s', 'gen_tokens_per_s'], runs, torch, rates);
       sideBySide('Model, more figures', ['gen_recompute_tokens_per_s', 'gen_cache_speedup', 'params'], runs, null, rates);
