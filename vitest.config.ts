@@ -8,6 +8,9 @@ export default defineConfig({
     // tfjs backends are process-global; forks keep each file's backend state isolated.
     pool: 'forks',
     maxWorkers: 2,
+    // This pass is the wasm one: without it, `auto` would pick tensorflow wherever it is set up.
+    // The backend-sensitive files run again on tensorflow (vitest.tensorflow.config.ts).
+    env: { COMLRL_BACKEND: process.env.COMLRL_BACKEND ?? 'wasm' },
     // The JSON report gives .ci/run its "N passed, N failed" line.
     reporters: ['default', 'json'],
     outputFile: { json: '.ci/out/vitest.json' },

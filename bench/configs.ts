@@ -62,6 +62,7 @@ export async function benchExampleConfigs(): Promise<ConfigRun[]> {
       const run = spawnSync(process.execPath, [cli, 'train', '--config', path.join(dir, file), ...sets.flatMap((s) => ['--set', s]), '--stop-after', '2'], {
         encoding: 'utf8',
         maxBuffer: 1 << 26,
+        env: { ...process.env, COMLRL_BACKEND: process.env.COMLRL_BACKEND ?? 'wasm' },
       });
       const seconds = (performance.now() - t0) / 1000;
       const text = `${run.stdout}\n${run.stderr}`;

@@ -55,7 +55,7 @@ export async function benchMemory(like: 'qwen3-0.6b' | 'qwen3-1.7b' = 'qwen3-0.6
       const configFile = path.join(work, file);
       fs.writeFileSync(configFile, stringify(doc));
       const t1 = performance.now();
-      const run = spawnSync(process.execPath, [cli, 'train', '--config', configFile, '--stop-after', '2'], { encoding: 'utf8', maxBuffer: 1 << 26 });
+      const run = spawnSync(process.execPath, [cli, 'train', '--config', configFile, '--stop-after', '2'], { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, COMLRL_BACKEND: process.env.COMLRL_BACKEND ?? 'wasm' } });
       const seconds = (performance.now() - t1) / 1000;
       const text = `${run.stdout}\n${run.stderr}`;
       const peakLine = text.split('\n').find((l) => l.includes('peak memory:'))?.replace('[comlrl] peak memory: ', '') ?? '–';

@@ -16,7 +16,9 @@ import {
   withoutGradient,
   wasmKernelFixesInstalled,
   takeAlongRows,
+  tensorflowInstalled,
 } from '../src/backend/index.js';
+import { backendsUnderTest } from './backend-under-test.js';
 import { createRng } from '../src/util/rng.js';
 
 const rng = createRng(17);
@@ -34,33 +36,49 @@ describe('initBackend', () => {
     setBackendLogger((l) => console.error(l));
   });
 
-  it('defaults to wasm, honours COMLRL_BACKEND, logs each chosen backend once', async () => {
+  it('auto (the default) picks tensorflow when it is installed, else wasm, and says which once', async () => {
     const lines: string[] = [];
     setBackendLogger((l) => lines.push(l));
     delete process.env.COMLRL_BACKEND;
-    expect(await initBackend()).toBe('wasm');
-    expect(tf.getBackend()).toBe('wasm');
-    expect(await initBackend()).toBe('wasm');
+    const expected = tensorflowInstalled() ? 'tensorflow' : 'wasm';
+    expect(await initBackend()).toBe(expected);
+    expect(tf.getBackend()).toBe(expected);
+    expect(await initBackend('auto')).toBe(expected);
+    expect(activeBackend()).toBe(expected);
+    const why = expected === 'tensorflow' ? 'tensorflow is installed' : 'tensorflow is not installed; npm run setup:tensorflow adds it';
+    expect(lines).toEqual([`[comlrl] backend: ${expected} (auto: ${why})`]);
+  });
+
+  it('honours COMLRL_BACKEND, an explicit name wins, logs each chosen backend once', async () => {
+    const lines: string[] = [];
+    setBackendLogger((l) => lines.push(l));
     process.env.COMLRL_BACKEND = 'cpu';
     expect(await initBackend()).toBe('cpu');
     expect(tf.getBackend()).toBe('cpu');
     expect(activeBackend()).toBe('cpu');
+    expect(await initBackend()).toBe('cpu');
     // An explicit option wins over the environment.
     expect(await initBackend('wasm')).toBe('wasm');
-    expect(lines).toEqual(['[comlrl] backend: wasm', '[comlrl] backend: cpu']);
+    expect(tf.getBackend()).toBe('wasm');
+    // cpu announced once; wasm too, unless the auto test above already announced it.
+    expect(lines[0]).toBe('[comlrl] backend: cpu');
+    expect(lines.filter((l) => l === '[comlrl] backend: cpu')).toHaveLength(1);
+    expect(lines.length).toBeLessThanOrEqual(2);
   });
 
   it('unknown or unavailable backends are clear errors', async () => {
     setBackendLogger(null);
     process.env.COMLRL_BACKEND = 'tpu';
-    await expect(initBackend()).rejects.toThrow(/COMLRL_BACKEND: unknown backend 'tpu'; expected one of wasm, cpu/);
-    await expect(initBackend('tensorflow')).rejects.toThrow(/npm i @tensorflow\/tfjs-node@4\.22\.0/);
+    await expect(initBackend()).rejects.toThrow(/COMLRL_BACKEND: unknown backend 'tpu'; expected one of auto, wasm, cpu, tensorflow/);
+    if (!tensorflowInstalled()) {
+      await expect(initBackend('tensorflow')).rejects.toThrow(/not installed: run `npm run setup:tensorflow` .* or `npm i @tensorflow\/tfjs-node@4\.22\.0`/);
+    }
     await expect(initBackend('tensorflow-gpu')).rejects.toThrow(/npm i @tensorflow\/tfjs-node-gpu@4\.22\.0/);
     await expect(initBackend('webgpu')).rejects.toThrow(/'webgpu' \(experimental\) needs the optional package webgpu: run `npm i webgpu@0.6.2`/);
   });
 });
 
-for (const backend of ['cpu', 'wasm'] as const) {
+for (const backend of backendsUnderTest(['cpu', 'wasm'])) {
   describe(`primitives on ${backend} agree with plain tfjs ops`, () => {
     it('matMul (2-D and batched) forward and gradients', async () => {
       setBackendLogger(null);

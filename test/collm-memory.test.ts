@@ -12,6 +12,7 @@ import { CoLLMCCTrainer } from '../trainers/collm-cc.js';
 import { CoLLMDCTrainer } from '../trainers/collm-dc.js';
 import { disposeCritics, toyCritics } from './collm-helpers.js';
 import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
+import { backendUnderTest } from './backend-under-test.js';
 
 let cleanup: () => Promise<void>;
 let agents: Agent[];
@@ -19,7 +20,7 @@ let critics: CriticLM[];
 
 beforeAll(async () => {
   setBackendLogger(null);
-  await initBackend('wasm');
+  await initBackend(backendUnderTest('wasm'));
   let dir: string;
   ({ dir, cleanup } = await tempDir('collm-mem'));
   agents = await tinyAgents(dir, [

@@ -9,12 +9,13 @@ import type { Agent } from '../src/decpomdp/agent.js';
 import { ToyCoordEnv, toyRandomBaseline, toyTasks, toyTrainTasks, toyWords } from '../envs/toy/index.js';
 import { MAGRPOTrainer } from '../trainers/magrpo.js';
 import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
+import { backendUnderTest } from './backend-under-test.js';
 
 let cleanup: () => Promise<void>;
 let agents: Agent[];
 
 beforeAll(async () => {
-  await initBackend('wasm');
+  await initBackend(backendUnderTest('wasm'));
   let dir: string;
   ({ dir, cleanup } = await tempDir('magrpo-learn'));
   agents = await tinyAgents(dir, [

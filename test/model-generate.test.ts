@@ -7,13 +7,14 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
 import { createTinyModel, loadCausalLM, type TfCausalLM } from '../src/model/index.js';
 import { createRng } from '../src/util/rng.js';
+import { backendUnderTest } from './backend-under-test.js';
 
 let dir: string;
 let model: TfCausalLM;
 
 beforeAll(async () => {
   setBackendLogger(null);
-  await initBackend('wasm');
+  await initBackend(backendUnderTest('wasm'));
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-gen-'));
   // Larger init than the default 0.02 would be nicer, but greedy paths differ enough already.
   await createTinyModel({ dir, arch: 'qwen3', seed: 7, tokenizer: 'word', hiddenSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2 });

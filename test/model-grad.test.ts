@@ -6,6 +6,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
 import { createTinyModel, loadCausalLM, type TfCausalLM } from '../src/model/index.js';
 import { createRng } from '../src/util/rng.js';
+import { backendsUnderTest } from './backend-under-test.js';
 
 // Gradient of the summed completion log-prob vs central finite differences, on the float32 cpu
 // and wasm backends (wasm kernels have differed from cpu ones before: OneHot, gather batchDims). Float32 tolerances: f ≈ -100 carries ~1e-5 rounding, so with h = 1e-2 the difference
@@ -35,7 +36,7 @@ function value(model: TfCausalLM): number {
   return v;
 }
 
-for (const [backend, arch] of (['cpu', 'wasm'] as const).flatMap((b) => (['qwen3', 'qwen2', 'llama'] as const).map((a) => [b, a] as const))) {
+for (const [backend, arch] of backendsUnderTest(['cpu', 'wasm']).flatMap((b) => (['qwen3', 'qwen2', 'llama'] as const).map((a) => [b, a] as const))) {
   describe(`gradients (${arch}, ${backend})`, () => {
     let model: TfCausalLM;
     beforeAll(async () => {

@@ -3,6 +3,7 @@ import * as path from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
 import { loadCausalLM } from '../src/model/index.js';
+import { backendsUnderTest } from './backend-under-test.js';
 
 // Expected values: float64 PyTorch log-probs from ../shared/reference/ref_logprobs.py, written by
 // scripts/make_model_fixtures.py next to each random checkpoint (make_model.py).
@@ -24,7 +25,7 @@ function fixture(name: string): { dir: string; cases: Case[]; expected: number[]
   };
 }
 
-for (const backend of ['wasm', 'cpu'] as const) {
+for (const backend of backendsUnderTest(['wasm', 'cpu'])) {
   describe(`reference log-probs on ${backend}`, () => {
     beforeAll(async () => {
       setBackendLogger(null);

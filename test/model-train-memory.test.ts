@@ -6,13 +6,14 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
 import { createTinyModel, loadCausalLM, type TfCausalLM } from '../src/model/index.js';
 import { AdamW } from '../src/optim/index.js';
+import { backendUnderTest } from './backend-under-test.js';
 
 let dir: string;
 let model: TfCausalLM;
 
 beforeAll(async () => {
   setBackendLogger(null);
-  await initBackend('wasm');
+  await initBackend(backendUnderTest('wasm'));
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-mem-'));
   await createTinyModel({ dir, arch: 'qwen2', seed: 1, tokenizer: 'word', hiddenSize: 32, numLayers: 2 });
   model = await loadCausalLM(dir);

@@ -5,6 +5,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger, type BackendName } from '../src/backend/index.js';
 import { AdamW, clipGradNorm, sumOfSquares, type AdamWState } from '../src/optim/index.js';
 import { createRng } from '../src/util/rng.js';
+import { backendUnderTest, backendsUnderTest } from './backend-under-test.js';
 
 // Fixtures: scripts/optim_fixtures.py (torch.optim.AdamW and clip_grad_norm_ in float64).
 const fixture = (name: string): unknown =>
@@ -38,7 +39,7 @@ function maxAbsDiff(a: ArrayLike<number>, b: ArrayLike<number>): number {
 
 beforeAll(() => setBackendLogger(null));
 
-for (const backend of ['cpu', 'wasm'] as BackendName[]) {
+for (const backend of backendsUnderTest(['cpu', 'wasm'])) {
   describe(`AdamW vs torch.optim.AdamW (float64 reference) on ${backend}`, () => {
     beforeAll(async () => {
       await initBackend(backend);
@@ -106,9 +107,9 @@ for (const backend of ['cpu', 'wasm'] as BackendName[]) {
   });
 }
 
-describe('AdamW state, leaks and validation (wasm)', () => {
+describe(`AdamW state, leaks and validation (${backendUnderTest('wasm')})`, () => {
   beforeAll(async () => {
-    await initBackend('wasm');
+    await initBackend(backendUnderTest('wasm'));
   });
 
   const shapes = [[8, 16], [16], [4, 3, 2]];

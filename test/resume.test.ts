@@ -15,6 +15,7 @@ import { parseRunConfig } from '../src/config/schema.js';
 import { runTraining } from '../cli/run.js';
 import { TRAINER_CONFIG_SCHEMAS } from '../cli/schemas.js';
 import { cli, snapshot, tempDir, tinyModels, toyConfigYaml } from './cli-helpers.js';
+import { backendUnderTest } from './backend-under-test.js';
 
 let root: string;
 let cleanup: () => Promise<void>;
@@ -23,7 +24,7 @@ let critic: string[];
 
 beforeAll(async () => {
   setBackendLogger(null);
-  await initBackend('wasm');
+  await initBackend(backendUnderTest('wasm'));
   ({ dir: root, cleanup } = await tempDir('resume'));
   agents = await tinyModels(root, ['a0', 'a1']);
   critic = await tinyModels(root, ['critic'], 9);

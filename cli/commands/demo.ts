@@ -10,7 +10,7 @@ import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { toyWords } from '../../envs/toy/task.js';
-import { BACKEND_NAMES, type BackendName } from '../../src/backend/init.js';
+import { BACKEND_CHOICES, type BackendChoice } from '../../src/backend/init.js';
 import { stableStringify } from '../../src/config/hash.js';
 import { parseRunConfig, TRAINER_NAMES, type TrainerName } from '../../src/config/schema.js';
 import { formatNumber, formatDuration } from '../../src/logging/format.js';
@@ -27,7 +27,7 @@ const OPTIONS: readonly OptionSpec[] = [
   { name: 'seed', kind: 'string', value: 'N', help: 'run seed (default 0)' },
   { name: 'out', kind: 'string', value: 'DIR', help: 'run directory (default runs/demo-<trainer>-<time>)' },
   { name: 'cache', kind: 'string', value: 'DIR', help: 'where the tiny checkpoints are cached (default $COMLRL_CACHE or .cache/comlrl)' },
-  { name: 'backend', kind: 'string', value: 'NAME', help: `tensor backend (${BACKEND_NAMES.join(', ')}; default $COMLRL_BACKEND or wasm)` },
+  { name: 'backend', kind: 'string', value: 'NAME', help: `tensor backend (${BACKEND_CHOICES.join(', ')}; default $COMLRL_BACKEND or auto)` },
 ];
 
 export const DEMO_USAGE = formatUsage(
@@ -108,7 +108,7 @@ export async function cachedTinyModel(root: string, name: string, seed: number):
 }
 
 /** The run-config document of a demo run. */
-export async function demoConfigDocument(opts: { trainer: TrainerName; steps?: number; seed: number; out: string; cache: string; backend?: BackendName }): Promise<Record<string, unknown>> {
+export async function demoConfigDocument(opts: { trainer: TrainerName; steps?: number; seed: number; out: string; cache: string; backend?: BackendChoice }): Promise<Record<string, unknown>> {
   const d = DEMO_TRAINERS[opts.trainer];
   const steps = opts.steps ?? d.steps;
   // 16 training items per epoch; short runs use a prefix of one epoch.
@@ -144,14 +144,14 @@ export async function demoCommand(argv: readonly string[], ctx: CommandContext):
   const trainer = stringOpt(args, 'trainer') ?? 'magrpo';
   if (!(TRAINER_NAMES as readonly string[]).includes(trainer)) throw new UsageError(`--trainer must be one of ${TRAINER_NAMES.join(', ')}, got '${trainer}'`, 'demo');
   const backend = stringOpt(args, 'backend');
-  if (backend !== undefined && !(BACKEND_NAMES as readonly string[]).includes(backend)) throw new UsageError(`--backend must be one of ${BACKEND_NAMES.join(', ')}`, 'demo');
+  if (backend !== undefined && !(BACKEND_CHOICES as readonly string[]).includes(backend)) throw new UsageError(`--backend must be one of ${BACKEND_CHOICES.join(', ')}`, 'demo');
   const steps = intOpt(args, 'steps', 'demo', 1);
   const seed = intOpt(args, 'seed', 'demo', 0) ?? 0;
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
   const out = path.resolve(stringOpt(args, 'out') ?? path.join('runs', `demo-${trainer}-${stamp}`));
   const t0 = performance.now();
   ctx.err(`[comlrl demo] two tiny agents learn to agree on an answer (toy-coord), trainer ${trainer}`);
-  const doc = await demoConfigDocument({ trainer: trainer as TrainerName, ...(steps !== undefined ? { steps } : {}), seed, out, cache: cacheRoot(stringOpt(args, 'cache')), ...(backend ? { backend: backend as BackendName } : {}) });
+  const doc = await demoConfigDocument({ trainer: trainer as TrainerName, ...(steps !== undefined ? { steps } : {}), seed, out, cache: cacheRoot(stringOpt(args, 'cache')), ...(backend ? { backend: backend as BackendChoice } : {}) });
   const config = parseRunConfig(doc, TRAINER_CONFIG_SCHEMAS, 'demo');
   // Ctrl-C / SIGTERM stop the demo like `train`: at the next item, with a checkpoint to resume from.
   const interrupts = handleInterrupts(ctx.err, 'stopping after the current item and writing a checkpoint');

@@ -1,10 +1,16 @@
 import * as tf from '@tensorflow/tfjs';
 import { installWasmKernelFixes } from './wasm-kernels.js';
+import { loadTensorflowPackage, quietTensorflowLogs, tensorflowInstalled } from './tensorflow.js';
 
 /** Tensor backends comlrl can run on. */
 export type BackendName = 'wasm' | 'cpu' | 'tensorflow' | 'tensorflow-gpu' | 'webgpu';
 
 export const BACKEND_NAMES: readonly BackendName[] = ['wasm', 'cpu', 'tensorflow', 'tensorflow-gpu', 'webgpu'];
+
+/** A backend to ask for: a {@link BackendName}, or `auto` (`tensorflow` when installed, else `wasm`). */
+export type BackendChoice = 'auto' | BackendName;
+
+export const BACKEND_CHOICES: readonly BackendChoice[] = ['auto', ...BACKEND_NAMES];
 
 /** Receives the one-line notice naming the chosen backend; `null` silences it. */
 export type BackendLogger = ((line: string) => void) | null;
@@ -23,9 +29,9 @@ export function activeBackend(): BackendName | null {
   return active;
 }
 
-function parseBackendName(value: string, source: string): BackendName {
-  if ((BACKEND_NAMES as readonly string[]).includes(value)) return value as BackendName;
-  throw new Error(`${source}: unknown backend '${value}'; expected one of ${BACKEND_NAMES.join(', ')}`);
+function parseBackendChoice(value: string, source: string): BackendChoice {
+  if ((BACKEND_CHOICES as readonly string[]).includes(value)) return value as BackendChoice;
+  throw new Error(`${source}: unknown backend '${value}'; expected one of ${BACKEND_CHOICES.join(', ')}`);
 }
 
 // Module names are held in variables so TypeScript does not resolve these optional packages.
@@ -47,9 +53,11 @@ async function registerBackend(name: BackendName): Promise<string> {
     case 'cpu':
       return 'cpu';
     case 'tensorflow':
-      await importOptional('@tensorflow/tfjs-node', "'tensorflow'");
+      quietTensorflowLogs();
+      await loadTensorflowPackage();
       return 'tensorflow';
     case 'tensorflow-gpu':
+      quietTensorflowLogs();
       // tfjs-node-gpu registers itself under the same kernel-backend name as tfjs-node.
       await importOptional('@tensorflow/tfjs-node-gpu', "'tensorflow-gpu'");
       return 'tensorflow';
@@ -76,17 +84,20 @@ async function registerBackend(name: BackendName): Promise<string> {
 
 /**
  * Selects and initialises the tensor backend. Choice: `name`, else env `COMLRL_BACKEND`, else
- * `wasm`. The optional native backends are imported only when asked for; a missing package is an
- * error naming what to install. Logs `[comlrl] backend: <name>` once per chosen backend.
+ * `auto`, which is `tensorflow` when it is installed (`npm run setup:tensorflow`, or the
+ * `@tensorflow/tfjs-node` package) and `wasm` otherwise. The optional native backends are imported
+ * only when asked for; a missing package is an error naming what to install. Logs
+ * `[comlrl] backend: <name>` once per chosen backend.
  */
-export async function initBackend(name?: BackendName): Promise<BackendName> {
+export async function initBackend(name?: BackendChoice): Promise<BackendName> {
   const env = process.env.COMLRL_BACKEND;
-  const wanted: BackendName =
+  const choice: BackendChoice =
     name !== undefined
-      ? parseBackendName(name, 'initBackend')
+      ? parseBackendChoice(name, 'initBackend')
       : env !== undefined && env !== ''
-        ? parseBackendName(env, 'COMLRL_BACKEND')
-        : 'wasm';
+        ? parseBackendChoice(env, 'COMLRL_BACKEND')
+        : 'auto';
+  const wanted: BackendName = choice === 'auto' ? (tensorflowInstalled() ? 'tensorflow' : 'wasm') : choice;
   // tfjs's own console nags ("install the node backend", ...) are noise for library users.
   tf.env().set('PROD', true);
   const kernelName = await registerBackend(wanted);
@@ -101,7 +112,8 @@ export async function initBackend(name?: BackendName): Promise<BackendName> {
   active = wanted;
   if (!announced.has(wanted)) {
     announced.add(wanted);
-    logger?.(`[comlrl] backend: ${wanted}${wanted === 'webgpu' ? ' (experimental)' : ''}`);
+    const note = wanted === 'webgpu' ? ' (experimental)' : choice === 'auto' ? ` (auto: ${wanted === 'tensorflow' ? 'tensorflow is installed' : 'tensorflow is not installed; npm run setup:tensorflow adds it'})` : '';
+    logger?.(`[comlrl] backend: ${wanted}${note}`);
   }
   return wanted;
 }

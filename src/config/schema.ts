@@ -7,7 +7,7 @@
  * schemas, which the caller passes in ({@link RunConfigSchemas}): src does not import trainers/.
  */
 import { z } from 'zod';
-import { BACKEND_NAMES, type BackendName } from '../backend/init.js';
+import { BACKEND_CHOICES, type BackendChoice } from '../backend/init.js';
 import { DEFAULT_MEMORY_SETTINGS, parseBytes, type MemorySettings } from '../memory/settings.js';
 import { loraSectionSchema } from '../model/lora/config.js';
 
@@ -219,8 +219,8 @@ const topSchema = z.strictObject({
   memory: memorySchema.optional(),
   /** The run seed: the trainer's random streams (and HouseBuild's spider draw unless task.rpg_seed). */
   seed: int('seed', 0).optional(),
-  /** Tensor backend (else COMLRL_BACKEND, else wasm). */
-  backend: z.enum(BACKEND_NAMES as [BackendName, ...BackendName[]], { error: `backend must be one of ${BACKEND_NAMES.join(', ')}` }).optional(),
+  /** Tensor backend (else COMLRL_BACKEND, else auto: tensorflow when installed, else wasm). */
+  backend: z.enum(BACKEND_CHOICES as [BackendChoice, ...BackendChoice[]], { error: `backend must be one of ${BACKEND_CHOICES.join(', ')}` }).optional(),
 });
 
 /** The model section after validation. */
@@ -253,7 +253,7 @@ export interface RunConfig {
   readonly output: OutputSection;
   readonly memory: MemorySection;
   readonly seed: number;
-  readonly backend: BackendName | undefined;
+  readonly backend: BackendChoice | undefined;
 }
 
 /** The trainers' zod schemas, injected by the caller (src must not import trainers/). */

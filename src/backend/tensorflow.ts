@@ -1,0 +1,89 @@
+import fs from 'node:fs';
+import { createRequire } from 'node:module';
+import path from 'node:path';
+import { fileURLToPath, pathToFileURL } from 'node:url';
+
+// Where the `tensorflow` backend comes from: the build `npm run setup:tensorflow` leaves in
+// <package root>/.tensorflow/cpu (tfjs-node compiled against PyPI's libtensorflow), else a regular
+// `@tensorflow/tfjs-node` install.
+
+const TFJS_NODE = '@tensorflow/tfjs-node';
+const TFJS_NODE_VERSION = '4.22.0';
+
+/** comlrl's package root: the nearest folder above this module whose package.json is comlrl's. */
+function packageRoot(): string | null {
+  let dir = path.dirname(fileURLToPath(import.meta.url));
+  for (;;) {
+    try {
+      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: unknown };
+      if (pkg.name === 'comlrl') return dir;
+    } catch {
+      // no package.json here: keep walking up
+    }
+    const up = path.dirname(dir);
+    if (up === dir) return null;
+    dir = up;
+  }
+}
+
+/** The folder `npm run setup:tensorflow` installs into (it may not exist). */
+export function tensorflowSetupDir(): string | null {
+  const root = packageRoot();
+  return root === null ? null : path.join(root, '.tensorflow', 'cpu');
+}
+
+function setupPackageDir(): string | null {
+  const dir = tensorflowSetupDir();
+  if (dir === null) return null;
+  const pkg = path.join(dir, 'node_modules', '@tensorflow', 'tfjs-node');
+  // setup.json is written last, so a present manifest means a finished, verified build.
+  return fs.existsSync(path.join(dir, 'setup.json')) && fs.existsSync(path.join(pkg, 'package.json')) ? pkg : null;
+}
+
+function npmPackageResolvable(): boolean {
+  try {
+    createRequire(import.meta.url).resolve(TFJS_NODE);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/** Whether the `tensorflow` backend is installed (by the setup script or as the npm package). */
+export function tensorflowInstalled(): boolean {
+  return setupPackageDir() !== null || npmPackageResolvable();
+}
+
+/**
+ * Keeps TensorFlow's C++ start-up lines off stderr unless `COMLRL_TF_LOG=1`, and turns TF's oneDNN
+ * custom ops off unless `TF_ENABLE_ONEDNN_OPTS` is set (their banner ignores the log level; with
+ * them off TF uses its Eigen kernels). Values the user set are kept. Must run before the library loads.
+ */
+export function quietTensorflowLogs(): void {
+  const verbose = process.env.COMLRL_TF_LOG === '1';
+  if (!verbose) process.env.TF_CPP_MIN_LOG_LEVEL ??= '2';
+  process.env.TF_ENABLE_ONEDNN_OPTS ??= '0';
+}
+
+/** Imports tfjs-node (which registers the `tensorflow` kernel backend), preferring the setup build. */
+export async function loadTensorflowPackage(): Promise<void> {
+  const local = setupPackageDir();
+  if (local !== null) {
+    try {
+      await import(pathToFileURL(path.join(local, 'dist', 'index.js')).href);
+      return;
+    } catch (err) {
+      const cause = err instanceof Error ? err.message : String(err);
+      throw new Error(`backend 'tensorflow': the build in ${path.dirname(path.dirname(path.dirname(local)))} failed to load (${cause}); rebuild it with \`npm run setup:tensorflow -- --force\``);
+    }
+  }
+  try {
+    await import(TFJS_NODE);
+  } catch (err) {
+    const cause = err instanceof Error ? err.message : String(err);
+    throw new Error(
+      `backend 'tensorflow' is not installed: run \`npm run setup:tensorflow\` (builds it from PyPI's tensorflow-cpu wheel) ` +
+        `or \`npm i ${TFJS_NODE}@${TFJS_NODE_VERSION}\` (downloads libtensorflow from storage.googleapis.com) (${cause})`,
+    );
+  }
+}

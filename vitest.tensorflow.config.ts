@@ -1,0 +1,33 @@
+import { defineConfig } from 'vitest/config';
+
+/**
+ * The backend-sensitive files, run a second time on the native `tensorflow` backend
+ * (`npm run setup:tensorflow`): every backend these files ask for becomes tensorflow
+ * (test/backend-under-test.ts), and in-process CLI runs pick it through COMLRL_BACKEND.
+ */
+export const TENSORFLOW_SUITE = [
+  'test/backend.test.ts', // primitives vs plain ops, forward and gradients
+  'test/model-reference.test.ts', // log-probs vs PyTorch float64
+  'test/model-generate.test.ts', // KV cache = recompute
+  'test/model-grad.test.ts', // gradients vs finite differences
+  'test/optim.test.ts', // AdamW vs torch
+  'test/model-train-memory.test.ts', // tensor count flat
+  'test/collm-memory.test.ts', // tensor count flat (critics)
+  'test/magrpo-learning.test.ts', // learning
+  'test/collm-learning.test.ts', // learning
+  'test/resume.test.ts', // exact resume
+  'test/tensorflow-determinism.test.ts', // bit-identical repeats
+];
+
+export default defineConfig({
+  test: {
+    include: TENSORFLOW_SUITE,
+    testTimeout: 120_000,
+    hookTimeout: 120_000,
+    pool: 'forks',
+    maxWorkers: 2,
+    env: { COMLRL_BACKEND: 'tensorflow', COMLRL_TEST_BACKEND: 'tensorflow' },
+    reporters: ['default', 'json'],
+    outputFile: { json: '.ci/out/vitest-tensorflow.json' },
+  },
+});
