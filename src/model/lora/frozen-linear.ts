@@ -41,7 +41,12 @@ export function matMulAgainstFrozen(x: tf.Tensor2D, wT: tf.Tensor2D, blockElems 
   const cols = Math.max(1, Math.min(outF, Math.floor(blockElems / inF)));
   return tf.tidy(() => {
     const parts: tf.Tensor2D[] = [];
-    for (let c = 0; c < outF; c += cols) parts.push(tf.matMul(x, tf.slice(wT, [0, c], [inF, Math.min(cols, outF - c)])));
+    for (let c = 0; c < outF; c += cols) {
+      // Freed at once, not at the end of the scope: all blocks alive together would be a copy of wT.
+      const block = tf.slice(wT, [0, c], [inF, Math.min(cols, outF - c)]);
+      parts.push(tf.matMul(x, block));
+      block.dispose();
+    }
     return parts.length === 1 ? parts[0] : (tf.concat(parts, 1) as tf.Tensor2D);
   });
 }
