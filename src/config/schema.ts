@@ -172,7 +172,7 @@ const autoOr = <T extends z.ZodType>(key: string, inner: T, what: string) =>
   z.union([z.literal('auto'), inner], { error: `${key} must be 'auto' or ${what}` });
 
 const memorySchema = z.strictObject({
-  /** Bytes tensors may take in all; default: 3.5 GiB on wasm, 75% of RAM on the other backends. */
+  /** Bytes tensors may take in all; default: 3.5 GiB on wasm, half the RAM on the other backends. */
   budget: size('memory.budget').nullable().default(null),
   /** Rows per forward/backward pass; 'auto': as many as fit the budget. */
   micro_batch_size: autoOr('memory.micro_batch_size', int('memory.micro_batch_size', 1), 'an integer >= 1').default('auto'),
