@@ -193,24 +193,25 @@ export function causalBias(size: number): tf.Tensor2D {
 }
 
 /**
- * Additive attention bias [B, 1, Q, K] for left-padded rows with a cache: query q of row b sits at
- * absolute slot `keyLen - Q + q`, sees keys up to that slot, and never the first `padding[b]` keys
- * (a padded query still sees itself, so no row is all-masked).
+ * Additive attention bias [B, 1, rows, K] for left-padded rows with a cache: query q of row b sits
+ * at absolute slot `keyLen - queryLen + q`, sees keys up to that slot, and never the first
+ * `padding[b]` keys (a padded query still sees itself, so no row is all-masked). `firstQuery` and
+ * `rows` select a block of the queries (attention in blocks); by default all of them.
  */
-export function paddedCausalBias(padding: readonly number[], queryLen: number, keyLen: number): tf.Tensor4D {
+export function paddedCausalBias(padding: readonly number[], queryLen: number, keyLen: number, firstQuery = 0, rows = queryLen): tf.Tensor4D {
   const b = padding.length;
-  const data = new Float32Array(b * queryLen * keyLen);
+  const data = new Float32Array(b * rows * keyLen);
   for (let r = 0; r < b; r++) {
-    for (let q = 0; q < queryLen; q++) {
-      const slot = keyLen - queryLen + q;
-      const base = (r * queryLen + q) * keyLen;
+    for (let i = 0; i < rows; i++) {
+      const slot = keyLen - queryLen + firstQuery + i;
+      const base = (r * rows + i) * keyLen;
       for (let k = 0; k < keyLen; k++) {
         const allowed = k <= slot && (k >= padding[r] || k === slot);
         if (!allowed) data[base + k] = MASKED_BIAS;
       }
     }
   }
-  return tf.tensor4d(data, [b, 1, queryLen, keyLen]);
+  return tf.tensor4d(data, [b, 1, rows, keyLen]);
 }
 
 /**

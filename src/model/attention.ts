@@ -5,7 +5,7 @@
  * a 8k-token centralized-critic input needs 256 MB per head for its full score matrix.
  */
 import * as tf from '@tensorflow/tfjs';
-import { MASKED_BIAS, rawMatMul, transposeLast2 } from '../backend/index.js';
+import { paddedCausalBias, rawMatMul, transposeLast2 } from '../backend/index.js';
 
 /** Which keys a query may see. */
 export interface AttentionMask {
@@ -32,20 +32,7 @@ export function attentionBlockRows(batch: number, heads: number, queries: number
 
 /** Additive bias [B or 1, 1, rows, K] for queries [q0, q0 + rows) of a Q-query pass over K keys. */
 function blockBias(mask: AttentionMask, q0: number, rows: number, queries: number, keys: number): tf.Tensor4D {
-  const pads = mask.pads ?? [0];
-  const b = pads.length;
-  const data = new Float32Array(b * rows * keys);
-  for (let r = 0; r < b; r++) {
-    for (let i = 0; i < rows; i++) {
-      const slot = keys - queries + q0 + i;
-      const base = (r * rows + i) * keys;
-      for (let k = 0; k < keys; k++) {
-        const allowed = k <= slot && (k >= pads[r] || k === slot);
-        if (!allowed) data[base + k] = MASKED_BIAS;
-      }
-    }
-  }
-  return tf.tensor4d(data, [b, 1, rows, keys]);
+  return paddedCausalBias(mask.pads ?? [0], queries, keys, q0, rows);
 }
 
 interface Shapes {

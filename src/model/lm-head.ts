@@ -61,12 +61,7 @@ function frozenHeadHiddenGrad(
         parts.push(
           tf.tidy(() => {
             const p = tf.exp(tf.sub(tf.matMul(tf.slice(hid, [r0, 0], [m, h]), block), tf.reshape(tf.slice(lse, [r0], [m]), [m, 1])));
-            const onehot = new Float32Array(m * w);
-            for (let i = 0; i < m; i++) {
-              const c = targets[r0 + i] - v0;
-              if (c >= 0 && c < w) onehot[i * w + c] = 1;
-            }
-            const g = tf.mul(tf.sub(tf.tensor2d(onehot, [m, w]), p), tf.reshape(tf.slice(dy, [r0], [m]), [m, 1]));
+            const g = tf.mul(tf.sub(oneHotRows(targets, r0, m, v0, w), p), tf.reshape(tf.slice(dy, [r0], [m]), [m, 1]));
             return tf.matMul(g as tf.Tensor2D, blockRows);
           }),
         );
@@ -86,11 +81,18 @@ export interface HeadWeight {
   readonly transposed: boolean;
 }
 
-// Built from plain numbers: tfjs's OneHot kernel gives wrong values on wasm here.
-function oneHotRows(targets: ArrayLike<number>, r0: number, rows: number, vocab: number): tf.Tensor2D {
-  const data = new Float32Array(rows * vocab);
-  for (let i = 0; i < rows; i++) data[i * vocab + targets[r0 + i]] = 1;
-  return tf.tensor2d(data, [rows, vocab]);
+/**
+ * One-hot rows [rows, width] of targets[r0 .. r0 + rows) over vocabulary columns [v0, v0 + width)
+ * (a target outside the block gives a zero row). Built from plain numbers: tfjs's OneHot kernel
+ * gives wrong values on wasm here.
+ */
+function oneHotRows(targets: ArrayLike<number>, r0: number, rows: number, v0: number, width: number): tf.Tensor2D {
+  const data = new Float32Array(rows * width);
+  for (let i = 0; i < rows; i++) {
+    const c = targets[r0 + i] - v0;
+    if (c >= 0 && c < width) data[i * width + c] = 1;
+  }
+  return tf.tensor2d(data, [rows, width]);
 }
 
 /**
@@ -141,7 +143,7 @@ export function chunkedTokenLogProbs(
             const [dh, next] = tf.tidy(() => {
               const hc = tf.slice(sh, [r0, 0], [m, h]);
               const dyc = tf.reshape(tf.slice(dy, [r0], [m]), [m, 1]);
-              const onehot = oneHotRows(targets, r0, m, vocab);
+              const onehot = oneHotRows(targets, r0, m, 0, vocab);
               const g = tf.mul(tf.sub(onehot, tf.softmax(tf.matMul(hc, sHeadT))), dyc) as tf.Tensor2D;
               return [tf.matMul(g, headRows), dHeadT ? tf.add(dHeadT, tf.matMul(tf.transpose(hc), g)) : null];
             });
