@@ -5,7 +5,7 @@
 import { CoopHEEnv } from '../envs/coophe/index.js';
 import type { CoopHERewardBreakdown } from '../rewards/coophe/reward.js';
 import type { CoopHEFeedbackMode } from '../rewards/coophe/feedback.js';
-import type { RunConfig } from '../src/config/schema.js';
+import type { TypedRunConfig as RunConfig } from './schemas.js';
 import { loadCoopHERows, paperSplits } from '../src/data/tasks.js';
 import type { LLMDecPOMDP } from '../src/decpomdp/types.js';
 import { passAtKMetrics, rewardScaleShift, type AnyEpisode, type TaskSetup } from './tasks.js';
@@ -60,7 +60,7 @@ export async function setupCoopHE(config: RunConfig): Promise<TaskSetup> {
   const { scale, shift } = rewardScaleShift(config);
   const t = config.task;
   const ext = config.external;
-  const numTurns = typeof config.trainerConfig.num_turns === 'number' ? config.trainerConfig.num_turns : 2;
+  const numTurns = config.trainerConfig.num_turns;
   const env = new CoopHEEnv({
     numTurns,
     rewardOptions: {

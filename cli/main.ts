@@ -10,22 +10,14 @@ import { ConfigError } from '../src/config/schema.js';
 import { backendMemoryError, isBackendMemoryCrash } from '../src/memory/errors.js';
 import { budgetBytes } from '../src/memory/settings.js';
 import { CheckpointError } from '../src/checkpoint/atomic.js';
-import type { ProgressStream } from '../src/logging/progress.js';
+import type { CommandContext } from './context.js';
 import { UsageError } from './args.js';
 import { demoCommand, DEMO_USAGE } from './commands/demo.js';
 import { evalCommand, EVAL_USAGE } from './commands/eval.js';
 import { tinyModelCommand, TINY_MODEL_USAGE } from './commands/tiny-model.js';
 import { trainCommand, TRAIN_USAGE } from './commands/train.js';
 
-/** Where commands write. */
-export interface CommandContext {
-  /** Results (stdout). */
-  out(line: string): void;
-  /** Progress and diagnostics (stderr). */
-  err(line: string): void;
-  /** Progress bar stream (default stderr). */
-  progress?: ProgressStream;
-}
+export type { CommandContext } from './context.js';
 
 const COMMANDS: Record<string, { run: (argv: readonly string[], ctx: CommandContext) => Promise<number>; usage: string; summary: string }> = {
   train: { run: trainCommand, usage: TRAIN_USAGE, summary: 'train agents from a YAML/JSON config (resume with --resume)' },

@@ -23,7 +23,7 @@ import { initBackend, type BackendName } from '../src/backend/init.js';
 import { CheckpointError, checkpointName, cleanInterruptedWrites, listCheckpoints, verifyCheckpoint, writeCheckpointAtomically, writeFileAtomically, MANIFEST_FILE } from '../src/checkpoint/atomic.js';
 import { OPTIMIZER_STATE_FILE, readTrainerState, TRAINER_STATE_FILE, writeTrainerState } from '../src/checkpoint/state.js';
 import { configHash, stableStringify } from '../src/config/hash.js';
-import { memorySettingsOf, runConfigIdentity, runConfigToDocument, type RunConfig } from '../src/config/schema.js';
+import { memorySettingsOf, runConfigIdentity, runConfigToDocument, type RunConfig as AnyRunConfig } from '../src/config/schema.js';
 import { configureMemory } from '../src/memory/settings.js';
 import { formatBytes, formatDuration, formatNumber, formatSummary } from '../src/logging/format.js';
 import { peakMemory, sampleMemory } from '../src/logging/memory.js';
@@ -31,6 +31,7 @@ import { MetricsLogger, readMetrics, type MetricValue } from '../src/logging/met
 import { writePlots } from '../src/logging/plots.js';
 import { ProgressBar, type ProgressStream } from '../src/logging/progress.js';
 import type { MetricRecord } from '../trainers/common/metrics.js';
+import type { TypedRunConfig as RunConfig } from './schemas.js';
 import { yieldToEventLoop } from './interrupt.js';
 import { outputDirProblem } from './paths.js';
 import { testPause, testPauseBlocking } from './test-pause.js';
@@ -146,7 +147,7 @@ class StopRun extends Error {
 }
 
 /** The hash stored in checkpoints: the config minus output, backend and memory. */
-export function runConfigHash(config: RunConfig): string {
+export function runConfigHash(config: AnyRunConfig): string {
   return configHash(runConfigIdentity(config));
 }
 
@@ -359,7 +360,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
     throw new Error(`${s.key} '${s.spec}' selects no rows from ${s.from}`);
   }
   const evalConfigured =
-    Number(config.trainerConfig.eval_num_samples ?? 1) > 0 && (config.output.eval_before_after || Number(config.trainerConfig.eval_interval ?? 0) > 0);
+    config.trainerConfig.eval_num_samples > 0 && (config.output.eval_before_after || config.trainerConfig.eval_interval > 0);
   if (evalConfigured && task.evalTasks.length === 0) {
     const s = splitOf(config, 'eval');
     log(`[comlrl] warning: ${s.key} '${s.spec}' selects no rows from ${s.from}; training runs without evaluation`);
@@ -493,7 +494,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       lastEval = s.episodeReward;
       return s;
     };
-    const hasEval = task.evalTasks.length > 0 && Number(config.trainerConfig.eval_num_samples ?? 1) > 0;
+    const hasEval = task.evalTasks.length > 0 && config.trainerConfig.eval_num_samples > 0;
     if (!resume && config.output.eval_before_after && hasEval) {
       evalRecord.before = await evaluate();
       log(`[comlrl] eval before training: episode reward ${formatNumber(evalRecord.before.episodeReward)} (${evalRecord.before.episodes} episodes)`);

@@ -9,7 +9,8 @@ import { ToyCoordEnv, toyTasks, toyTrainTasks } from '../envs/toy/index.js';
 import type { RpgConfig } from '../rewards/housebuild/rpg.js';
 import type { HouseBuildRewardBreakdown } from '../rewards/housebuild/reward.js';
 import { tldrAggregateMetrics, tldrLoggerMetrics } from '../rewards/tldr/logger.js';
-import type { RunConfig, TaskName } from '../src/config/schema.js';
+import type { TaskName } from '../src/config/schema.js';
+import type { TypedRunConfig as RunConfig } from './schemas.js';
 import { loadHouseBuildTasks, loadTLDRRows, paperSplits } from '../src/data/tasks.js';
 import { parseSplitSpec, sliceWithIndex } from '../src/data/split.js';
 import type { LLMDecPOMDP } from '../src/decpomdp/types.js';
@@ -73,8 +74,7 @@ function sliceList<T>(items: readonly T[], spec: string | undefined, key: string
 }
 
 function numTurnsOf(config: RunConfig): number {
-  const t = config.trainerConfig.num_turns;
-  return typeof t === 'number' ? t : 1;
+  return config.trainerConfig.num_turns;
 }
 
 function requirePath(config: RunConfig, task: string): string {

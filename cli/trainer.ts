@@ -4,7 +4,7 @@
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import type { RunConfig, TrainerName } from '../src/config/schema.js';
+import type { TrainerName } from '../src/config/schema.js';
 import type { SerializableTrainerState } from '../src/checkpoint/state.js';
 import { loadCriticHead, type CriticHead } from '../src/critic/heads.js';
 import type { CriticLM } from '../src/critic/value-model.js';
@@ -14,12 +14,14 @@ import { loraSettings, type LoraSection } from '../src/model/lora/config.js';
 import type { CausalLM } from '../src/model/types.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { createRng } from '../src/util/rng.js';
-import { CoLLMCCTrainer, type CoLLMCCTrainerState } from '../trainers/collm-cc.js';
-import { CoLLMDCTrainer, type CoLLMDCTrainerState } from '../trainers/collm-dc.js';
+import { CoLLMCCTrainer } from '../trainers/collm-cc.js';
+import { CoLLMDCTrainer } from '../trainers/collm-dc.js';
+import type { ActorCriticStateExtra } from '../trainers/common/ac-trainer.js';
 import type { EvalEpisode } from '../trainers/common/eval.js';
 import type { MetricRecord, MetricsSink } from '../trainers/common/metrics.js';
-import type { DatasetCursor } from '../trainers/common/state.js';
-import { MAGRPOTrainer, type MAGRPOTrainerState } from '../trainers/magrpo.js';
+import { parseTrainerState, type DatasetCursor, type TrainerState } from '../trainers/common/state.js';
+import { MAGRPOTrainer, type MAGRPOStateExtra } from '../trainers/magrpo.js';
+import type { TypedRunConfig as RunConfig } from './schemas.js';
 import type { TaskSetup } from './tasks.js';
 
 /** What the runner needs from any trainer. */
@@ -73,23 +75,28 @@ export function cursorStep(cursor: DatasetCursor, itemsPerEpoch: number): number
 }
 
 function usesSeparateCritic(config: RunConfig): boolean {
-  return config.trainer === 'collm-cc' || (config.trainer === 'collm-dc' && config.trainerConfig.use_separate_critic !== false);
+  return config.trainer === 'collm-cc' || (config.trainer === 'collm-dc' && config.trainerConfig.use_separate_critic);
 }
 
 /** Number of agents a config asks for: `model.agents`, else `num_agents`, else the env's. */
 export function numAgentsOf(config: RunConfig, envAgents: number): number {
   if (config.model.agents) return config.model.agents.length;
-  const n = config.trainerConfig.num_agents;
-  return typeof n === 'number' ? n : envAgents;
+  return config.trainerConfig.num_agents ?? envAgents;
+}
+
+/** The agents' model directories named by the config: `model.agents`, else `model.agent_model` per agent. */
+export function agentDirsFromConfig(config: RunConfig, numAgents: number): string[] {
+  const m = config.model;
+  if (m.agents) return [...m.agents];
+  const dir = m.agent_model;
+  if (dir !== undefined) return Array.from({ length: numAgents }, () => dir);
+  throw new Error('model.agent_model or model.agents is required: the local Hugging Face directory of each agent');
 }
 
 /** Model directories named by the config (a fresh run). */
 export function sourcesFromConfig(config: RunConfig, numAgents: number): ModelSources {
   const m = config.model;
-  let agents: string[];
-  if (m.agents) agents = [...m.agents];
-  else if (m.agent_model) agents = Array.from({ length: numAgents }, () => m.agent_model as string);
-  else throw new Error('model.agent_model or model.agents is required: the local Hugging Face directory of each agent');
+  const agents = agentDirsFromConfig(config, numAgents);
   let critics: string[] = [];
   if (usesSeparateCritic(config)) {
     const count = config.trainer === 'collm-cc' ? 1 : agents.length;
@@ -181,7 +188,7 @@ export class TokenCounter {
 export function checkMaxNewTokens(config: RunConfig, model: CausalLM, what: string): void {
   const maxNew = config.trainerConfig.max_new_tokens;
   const context = model.config.max_position_embeddings;
-  if (typeof maxNew !== 'number' || typeof context !== 'number' || maxNew < context) return;
+  if (typeof context !== 'number' || maxNew < context) return;
   const key = `${config.trainer.replace('-', '_')}.max_new_tokens`;
   throw new Error(`${key} ${maxNew} does not fit the context of ${what}: its config.json max_position_embeddings is ${context}, which must hold the prompt and the completion; set ${key} below ${context}`);
 }
@@ -259,7 +266,7 @@ export async function buildTrainer(
     evalCallbacks: task.evalCallbacks,
     logger,
   };
-  const epochs = Number(config.trainerConfig.num_train_epochs);
+  const epochs = config.trainerConfig.num_train_epochs;
   const itemsPerEpoch = task.trainTasks.length;
   try {
     if (config.trainer === 'magrpo') {
@@ -267,7 +274,7 @@ export async function buildTrainer(
       return handle('magrpo', t, agents, critics, config, itemsPerEpoch, epochs, () => {
         t.dispose();
         cleanup();
-      }, (s) => t.importState(s as unknown as MAGRPOTrainerState), () => t.exportState() as unknown as SerializableTrainerState);
+      }, (s) => t.importState(checkedState<MAGRPOStateExtra>(s)), () => t.exportState());
     }
     if (config.trainer === 'collm-dc') {
       const t = new CoLLMDCTrainer<unknown, unknown>({
@@ -281,7 +288,7 @@ export async function buildTrainer(
         t.dispose();
         for (const a of agents) a.model.dispose();
         for (const c of critics) c.model.dispose();
-      }, (s) => t.importState(s as unknown as CoLLMDCTrainerState), () => t.exportState() as unknown as SerializableTrainerState);
+      }, (s) => t.importState(checkedState<ActorCriticStateExtra>(s)), () => t.exportState());
     }
     if (critics.length !== 1) throw new Error(`collm-cc needs exactly one critic, got ${critics.length}`);
     const t = new CoLLMCCTrainer<unknown, unknown>({
@@ -294,11 +301,19 @@ export async function buildTrainer(
       t.dispose();
       for (const a of agents) a.model.dispose();
       for (const c of critics) c.model.dispose();
-    }, (s) => t.importState(s as unknown as CoLLMCCTrainerState), () => t.exportState() as unknown as SerializableTrainerState);
+    }, (s) => t.importState(checkedState<ActorCriticStateExtra>(s)), () => t.exportState());
   } catch (err) {
     cleanup();
     throw err;
   }
+}
+
+/**
+ * A checkpoint's trainer state with its envelope checked (see parseTrainerState). Its `extra` is the
+ * trainer's own data, which the trainer's `importState` checks against its agents and buffers.
+ */
+function checkedState<Extra>(raw: SerializableTrainerState): TrainerState<Extra> {
+  return parseTrainerState(raw) as TrainerState<Extra>;
 }
 
 interface AnyTrainer {

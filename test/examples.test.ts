@@ -37,7 +37,7 @@ describe('example configs', () => {
         // Model paths are placeholders the user replaces (documented in each file's header).
         expect(config.model.agent_model).toMatch(/^\/path\/to\//);
         if (trainer !== 'magrpo') expect(config.model.critic_model).toMatch(/^\/path\/to\//);
-        const tc = config.trainerConfig;
+        const tc: Readonly<Record<string, unknown>> = config.trainerConfig;
         expect(tc.num_agents).toBe(2);
         if (trainer !== 'magrpo') {
           // The actor-critic configs carry the preset's numbers (tasks-reference §1.6, §2.6, §3.5).

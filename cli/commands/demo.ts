@@ -16,10 +16,12 @@ import { parseRunConfig, TRAINER_NAMES, type TrainerName } from '../../src/confi
 import { formatNumber, formatDuration } from '../../src/logging/format.js';
 import { createTinyModel } from '../../src/model/tiny.js';
 import { commandArgs, formatUsage, intOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
-import type { CommandContext } from '../main.js';
+import type { CommandContext } from '../context.js';
 import { handleInterrupts } from '../interrupt.js';
 import { displayPath, runTraining, type RunResult } from '../run.js';
 import { TRAINER_CONFIG_SCHEMAS } from '../schemas.js';
+import type { CoLLMCCConfigInput, CoLLMDCConfigInput } from '../../trainers/actor-critic-config.js';
+import type { MAGRPOConfigInput } from '../../trainers/magrpo-config.js';
 
 const OPTIONS: readonly OptionSpec[] = [
   { name: 'trainer', kind: 'string', value: 'magrpo|collm-dc|collm-cc', help: 'which trainer learns (default magrpo)' },
@@ -57,7 +59,14 @@ const ACTOR_CRITIC_DEMO = {
 };
 
 /** Per-trainer demo settings (tuned on 2 CPU cores; see docs/cli.md for the measured times). */
-const DEMO_TRAINERS: Record<TrainerName, { section: string; steps: number; config: Readonly<Record<string, unknown>> }> = {
+/** A trainer's demo settings: its config section name, steps and trainer config. */
+interface DemoTrainer<Config> {
+  readonly section: string;
+  readonly steps: number;
+  readonly config: Readonly<Config>;
+}
+
+const DEMO_TRAINERS: { readonly magrpo: DemoTrainer<MAGRPOConfigInput>; readonly 'collm-dc': DemoTrainer<CoLLMDCConfigInput>; readonly 'collm-cc': DemoTrainer<CoLLMCCConfigInput> } = {
   magrpo: {
     section: 'magrpo',
     steps: 320,

@@ -15,13 +15,14 @@ import { testPauseBlocking } from '../test-pause.js';
 import { formatNumber } from '../../src/logging/format.js';
 import { rngFor } from '../../src/util/rng.js';
 import { runEvalEpisodes } from '../../trainers/common/eval.js';
+import { generationSettingsOf } from '../../trainers/common/trainer.js';
 import { commandArgs, formatUsage, intOpt, listOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
-import type { CommandContext } from '../main.js';
+import type { CommandContext } from '../context.js';
 import { outputFileProblem } from '../paths.js';
 import { RUN_FILES } from '../run.js';
 import { episodeReward, setupTask, splitOf, splitOverlapWarning, type AnyEpisode } from '../tasks.js';
-import { loadAgents, numAgentsOf, sourcesFromConfig } from '../trainer.js';
-import { loadConfig } from './train.js';
+import { agentDirsFromConfig, loadAgents, numAgentsOf } from '../trainer.js';
+import { loadConfig } from '../schemas.js';
 
 const OPTIONS: readonly OptionSpec[] = [
   { name: 'config', short: 'c', kind: 'string', value: 'FILE', help: "run config (a run directory's config.yaml works); its model paths are the base models" },
@@ -110,7 +111,7 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
     else if (root !== undefined && path.basename(root) === RUN_FILES.final) {
       throw new Error(`--checkpoint ${ckpt}: ${root} has no ${MANIFEST_FILE}: it is incomplete (cut short while being written); comlrl train --resume ${path.dirname(root)} rebuilds it`);
     }
-    const dirs = root !== undefined ? Array.from({ length: n }, (_, i) => path.join(root, `agent_${i}`)) : [...sourcesFromConfig({ ...config, trainer: 'magrpo' }, n).agents];
+    const dirs = root !== undefined ? Array.from({ length: n }, (_, i) => path.join(root, `agent_${i}`)) : agentDirsFromConfig(config, n);
     const agents = await loadAgents(config, dirs);
     try {
       const items = limit !== undefined ? task.evalTasks.slice(0, limit) : task.evalTasks;
@@ -121,11 +122,11 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
       const overlap = splitOverlapWarning(config, task);
       if (overlap !== undefined) ctx.err(`[comlrl eval] ${overlap}`);
       const tc = config.trainerConfig;
-      const numTurns = Number(tc.num_turns ?? 1);
+      const numTurns = tc.num_turns;
       const repeated = items.flatMap((it) => Array.from({ length: samples }, () => it));
       ctx.err(`[comlrl eval] ${task0}: ${items.length} eval items × ${samples} sample(s), ${numTurns} turn(s), ${root ? `trained agents ${root}` : 'base models'} · backend ${backend}`);
       const t0 = performance.now();
-      const batchSize = Math.max(1, Number(tc.eval_batch_size ?? 1));
+      const batchSize = tc.eval_batch_size;
       const rng = rngFor(config.seed, 'eval');
       const episodes: AnyEpisode[] = [];
       const bar = new ProgressBar({ total: repeated.length, label: 'eval', ...(ctx.progress ? { stream: ctx.progress } : {}) });
@@ -140,16 +141,11 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
             tasks: repeated.slice(b, b + batchSize),
             numTurns,
             batchSize,
-            settings: {
-              maxNewTokens: Number(tc.max_new_tokens),
-              temperature: Number(tc.temperature),
-              topP: Number(tc.top_p),
-              topK: (tc.top_k as number | null | undefined) ?? null,
-              greedy,
-            },
+            settings: { ...generationSettingsOf(tc), greedy },
             rng,
-            discount: Number(tc.discount ?? 1),
-            earlyTerminationThreshold: config.trainer === 'magrpo' ? null : ((tc.early_termination_threshold as number | null | undefined) ?? null),
+            discount: tc.discount,
+            // MAGRPO's threshold prunes its rollout tree; its eval episodes play every turn (as its trainer does).
+            earlyTerminationThreshold: config.trainer === 'magrpo' ? null : config.trainerConfig.early_termination_threshold,
           });
           episodes.push(...eps);
           bar.update(episodes.length, { reward: episodes.reduce((s, e) => s + episodeReward(e), 0) / episodes.length });

@@ -2,7 +2,7 @@ import { existsSync, readdirSync } from 'node:fs';
 import { toyWords } from '../../envs/toy/task.js';
 import { createTinyModel, PRESET_SOURCE, TINY_MODEL_PRESETS, type TinyModelOptions, type TinyModelPreset } from '../../src/model/tiny.js';
 import { commandArgs, formatUsage, intOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
-import type { CommandContext } from '../main.js';
+import type { CommandContext } from '../context.js';
 import { outputDirProblem } from '../paths.js';
 
 const PRESETS = TINY_MODEL_PRESETS.join('|');

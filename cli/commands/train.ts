@@ -1,11 +1,9 @@
 import { existsSync } from 'node:fs';
-import { TRAINER_CONFIG_SCHEMAS } from '../schemas.js';
+import { loadConfig } from '../schemas.js';
 import { commandArgs, formatUsage, intOpt, listOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
-import { applyOverrides, readConfigFile } from '../../src/config/load.js';
-import { parseRunConfig, type RunConfig } from '../../src/config/schema.js';
 import { NoCheckpointError, resolveResume, runDirConfigFile, runTraining, type ResumePoint } from '../run.js';
 import { handleInterrupts } from '../interrupt.js';
-import type { CommandContext } from '../main.js';
+import type { CommandContext } from '../context.js';
 
 const OPTIONS: readonly OptionSpec[] = [
   { name: 'config', short: 'c', kind: 'string', value: 'FILE', help: 'YAML or JSON run config (examples/configs/*.yaml)' },
@@ -28,10 +26,6 @@ export const TRAIN_USAGE = formatUsage(
   OPTIONS,
 );
 
-/** Reads and validates a config file with overrides. */
-export function loadConfig(file: string, sets: readonly string[]): RunConfig {
-  return parseRunConfig(applyOverrides(readConfigFile(file), sets), TRAINER_CONFIG_SCHEMAS, file);
-}
 
 /** `comlrl train`. */
 export async function trainCommand(argv: readonly string[], ctx: CommandContext): Promise<number> {

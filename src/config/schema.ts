@@ -236,15 +236,8 @@ export type TaskOptionsSection = z.output<typeof taskOptionsSchema>;
 /** The output section after defaults. */
 export type OutputSection = z.output<typeof outputSchema>;
 
-/** A validated run config with defaults filled in. */
-export interface RunConfig {
-  /** Which trainer the config's trainer section selects. */
-  readonly trainer: TrainerName;
-  /**
-   * The trainer section after the trainer's own schema (defaults filled, snake_case CoMLRL fields);
-   * sampling defaults from `model` and the run `seed` already merged in.
-   */
-  readonly trainerConfig: Readonly<Record<string, unknown>>;
+/** What every run config holds besides its trainer section. */
+export interface RunConfigSections {
   readonly model: ModelSection;
   readonly dataset: DatasetSection;
   readonly external: ExternalSection;
@@ -256,8 +249,32 @@ export interface RunConfig {
   readonly backend: BackendChoice | undefined;
 }
 
-/** The trainers' zod schemas, injected by the caller (src must not import trainers/). */
-export type RunConfigSchemas = Readonly<Record<TrainerName, z.ZodType>>;
+/**
+ * The trainers' zod schemas, injected by the caller (src must not import trainers/). Each schema's
+ * output type becomes the `trainerConfig` type of its trainer in {@link RunConfigOf}.
+ */
+export type RunConfigSchemas = { readonly [K in TrainerName]: z.ZodType };
+
+/**
+ * A validated run config with defaults filled in: a union discriminated by `trainer`, whose
+ * `trainerConfig` is that trainer's own parsed config (the output of `schemas[trainer]`), passed
+ * through unchanged, with the sampling defaults of `model` and the run `seed` already merged in.
+ */
+export type RunConfigOf<S extends RunConfigSchemas> = {
+  readonly [K in TrainerName]: RunConfigSections & {
+    /** Which trainer the config's trainer section selects. */
+    readonly trainer: K;
+    /** The trainer section after the trainer's own schema (defaults filled, snake_case CoMLRL fields). */
+    readonly trainerConfig: z.output<S[K]>;
+  };
+}[TrainerName];
+
+/**
+ * A run config whose trainer sections are not typed here (src does not know the trainers'
+ * schemas): what the generic parts (serialization, hashing) take. The CLI's typed config is
+ * `RunConfigOf<typeof TRAINER_CONFIG_SCHEMAS>`.
+ */
+export type RunConfig = RunConfigOf<RunConfigSchemas>;
 
 /** One problem of a config file: the dotted key path and the message. */
 export interface ConfigFileIssue {
@@ -344,7 +361,7 @@ export function zodIssues(error: z.ZodError, prefix = '', allowed?: (path: strin
  *
  * @throws ConfigError listing every problem by dotted key path.
  */
-export function parseRunConfig(raw: unknown, schemas: RunConfigSchemas, source?: string): RunConfig {
+export function parseRunConfig<S extends RunConfigSchemas>(raw: unknown, schemas: S, source?: string): RunConfigOf<S> {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
     throw new ConfigError([{ key: '(top level)', message: 'the config must be a mapping of sections (model, dataset, magrpo | collm_dc | collm_cc, ...)' }], source);
   }
@@ -420,15 +437,16 @@ export function parseRunConfig(raw: unknown, schemas: RunConfigSchemas, source?:
     rawSection.seed = cfg.seed;
   }
   const parsedSection = schemas[trainer].safeParse(rawSection, { reportInput: true });
-  let trainerConfig: Record<string, unknown> = {};
   if (!parsedSection.success) {
     issues.push(...zodIssues(parsedSection.error, section, (p) => (p === section ? Object.keys(objectShape(schemas[trainer])) : undefined)));
-  } else {
-    trainerConfig = parsedSection.data as Record<string, unknown>;
   }
-  if (issues.length > 0) throw new ConfigError(issues, source);
+  if (issues.length > 0 || !parsedSection.success) throw new ConfigError(issues, source);
+  const trainerConfig: unknown = parsedSection.data;
 
-  const seed = typeof trainerConfig.seed === 'number' ? trainerConfig.seed : (cfg.seed ?? 0);
+  // Every trainer schema has a `seed` field; read defensively since src does not know the schemas.
+  const sectionSeed = trainerConfig !== null && typeof trainerConfig === 'object' ? (trainerConfig as { seed?: unknown }).seed : undefined;
+  const seed = typeof sectionSeed === 'number' ? sectionSeed : (cfg.seed ?? 0);
+  // The trainer and its section's parse come from the same key, which the union type cannot see.
   return {
     trainer,
     trainerConfig,
@@ -441,7 +459,7 @@ export function parseRunConfig(raw: unknown, schemas: RunConfigSchemas, source?:
     memory: cfg.memory ?? memorySchema.parse({}),
     seed,
     backend: cfg.backend,
-  };
+  } as RunConfigOf<S>;
 }
 
 /** The keys of a (possibly refined or wrapped) zod object schema; empty when it is not an object. */

@@ -3,6 +3,8 @@
  * exactly where it stopped (step counters, dataset cursor, random streams, optimizer moments and any
  * trainer-specific buffers). The checkpoint layer serialises it; weights go through `saveAgents`.
  */
+import { z } from 'zod';
+import type { SerializableTrainerState } from '../../src/checkpoint/state.js';
 import type { AdamW, AdamWState } from '../../src/optim/adamw.js';
 import type { RngState } from '../../src/util/rng.js';
 
@@ -15,7 +17,9 @@ export interface DatasetCursor {
 }
 
 /** A snapshot from `exportState()`; `importState()` of a trainer of the same kind resumes it. */
-export interface TrainerState<Extra> {
+// A type alias (not an interface) so that a snapshot is assignable to the checkpoint layer's
+// SerializableTrainerState without a cast.
+export type TrainerState<Extra> = {
   readonly format: 'comlrl-trainer-state';
   readonly version: 1;
   /** Which trainer wrote it ('magrpo', 'collm-dc', ...). */
@@ -31,7 +35,7 @@ export interface TrainerState<Extra> {
   readonly optimizers: readonly AdamWState[];
   /** Trainer-specific JSON-able data (e.g. pending rollout buffers). */
   readonly extra: Extra;
-}
+};
 
 /**
  * Checks that `state` was written by trainer `trainer` with `numAgents` agents and `optimizers`
@@ -66,4 +70,41 @@ export function optimizerStates(optimizers: readonly AdamW[]): AdamWState[] {
 export function restoreOptimizers(optimizers: readonly AdamW[], states: readonly AdamWState[]): void {
   if (states.length !== optimizers.length) throw new Error(`restoreOptimizers: ${states.length} states for ${optimizers.length} optimizers`);
   optimizers.forEach((o, i) => o.setState(states[i]));
+}
+
+const rngStateSchema = z.strictObject({
+  kind: z.literal('arc4'),
+  state: z.strictObject({ i: z.number(), j: z.number(), S: z.array(z.number()) }),
+});
+
+const adamWStateSchema = z.custom<AdamWState>(
+  (v) => v !== null && typeof v === 'object' && Array.isArray((v as { m?: unknown }).m) && Array.isArray((v as { v?: unknown }).v),
+  { error: 'an optimizer state must hold m and v' },
+);
+
+const trainerStateSchema = z.object({
+  format: z.literal('comlrl-trainer-state'),
+  version: z.literal(1),
+  trainer: z.string(),
+  numAgents: z.number().int().min(1),
+  counters: z.record(z.string(), z.number()),
+  cursor: z.object({ epoch: z.number().int().min(0), index: z.number().int().min(0) }),
+  rng: z.record(z.string(), rngStateSchema),
+  optimizers: z.array(adamWStateSchema),
+  extra: z.unknown(),
+});
+
+/**
+ * Checks the envelope of a trainer state read from a checkpoint (format, version, counters, cursor,
+ * streams, optimizers) and types it; the trainer-specific `extra` stays `unknown` for the trainer's
+ * `importState` to check.
+ * @throws Error naming the first bad field.
+ */
+export function parseTrainerState(raw: SerializableTrainerState): TrainerState<unknown> {
+  const r = trainerStateSchema.safeParse(raw);
+  if (!r.success) {
+    const issue = r.error.issues[0];
+    throw new Error(`importState: not a comlrl trainer state v1: ${issue.path.map(String).join('.') || '(state)'}: ${issue.message}`);
+  }
+  return r.data;
 }

@@ -42,8 +42,11 @@ export interface TrainerInputs<T, S> {
   logger?: MetricsSink;
 }
 
-/** The config fields (CoMLRL's names) the shared run logic reads. */
-export interface RunConfig {
+/**
+ * The config fields (CoMLRL's names) the shared run logic reads: every trainer's config has them.
+ * (Not the run config file: that is `RunConfig` of `comlrl`, src/config.)
+ */
+export interface TrainerRunFields {
   readonly num_agents?: number | undefined;
   readonly num_turns: number;
   readonly num_train_epochs: number;
@@ -65,6 +68,14 @@ export interface RunConfig {
   readonly weight_decay: number;
 }
 
+/** @deprecated Renamed {@link TrainerRunFields} (the run config file's type is `RunConfig` of `comlrl`). */
+export type RunConfig = TrainerRunFields;
+
+/** The sampling settings of a trainer config's generate calls (training; eval adds `greedy`). */
+export function generationSettingsOf(config: Pick<TrainerRunFields, 'max_new_tokens' | 'temperature' | 'top_p' | 'top_k'>): GenerationSettings {
+  return { maxNewTokens: config.max_new_tokens, temperature: config.temperature, topP: config.top_p, topK: config.top_k };
+}
+
 /** How a trainer names itself: in constructor errors, in errors during a run, in its saved state. */
 export interface TrainerNames {
   /** e.g. 'CoLLMDCTrainer'. */
@@ -84,7 +95,7 @@ export function assertFiniteReward(label: string, envName: string, reward: numbe
  * The run bookkeeping of a trainer. Subclasses build their optimizers (and critics) in their own
  * constructor, and supply what one training item and the end of an epoch do.
  */
-export abstract class TrainerBase<T, S, C extends RunConfig> {
+export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
   /** The validated config with defaults. */
   readonly config: C;
   readonly agents: readonly Agent[];
@@ -140,7 +151,7 @@ export abstract class TrainerBase<T, S, C extends RunConfig> {
     this.evalTasks = inputs.evalTasks ?? [];
     this.evalCallbacks = inputs.evalCallbacks ?? [];
     this.logger = inputs.logger;
-    this.settings = { maxNewTokens: config.max_new_tokens, temperature: config.temperature, topP: config.top_p, topK: config.top_k };
+    this.settings = generationSettingsOf(config);
     this.trainBatchSize = config.train_batch_size ?? config.rollout_buffer_size;
     this.samplingRng = rngFor(config.seed, 'sampling');
     this.minibatchRng = rngFor(config.seed, 'minibatch');
