@@ -3,6 +3,8 @@
  * import trainers/), and the typed config they give. Config files are read and validated here once;
  * everything downstream takes {@link TypedRunConfig}.
  */
+// The task registry's built-in task folders (and COMLRL_TASK_PATH's) register as this loads.
+import '../envs/tasks.js';
 import { loadRunConfig, type RunConfigOf, type RunConfigSchemas } from '../src/config/index.js';
 import { collmCCConfigSchema, collmDCConfigSchema } from '../trainers/actor-critic-config.js';
 import { magrpoConfigSchema } from '../trainers/magrpo-config.js';

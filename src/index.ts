@@ -16,3 +16,4 @@ export * from './logging/index.js';
 export * from './checkpoint/index.js';
 export * from './eval/index.js';
 export * from './util/index.js';
+export * from './tasks/index.js';

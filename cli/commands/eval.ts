@@ -23,6 +23,7 @@ import { RUN_FILES } from '../run.js';
 import { episodeReward, setupTask, splitOf, splitOverlapWarning, type AnyEpisode } from '../tasks.js';
 import { agentDirsFromConfig, loadAgents, numAgentsOf } from '../trainer.js';
 import { loadConfig } from '../schemas.js';
+import { getTask, registeredTasks } from '../../src/tasks/registry.js';
 
 const OPTIONS: readonly OptionSpec[] = [
   { name: 'config', short: 'c', kind: 'string', value: 'FILE', help: "run config (a run directory's config.yaml works); its model paths are the base models" },
@@ -39,10 +40,7 @@ export const EVAL_USAGE = formatUsage(
   'comlrl eval --config FILE.yaml [--checkpoint DIR] [--samples N] [--k 1,3,5,10] [--limit N] [--greedy] [--out FILE]',
   [
     "Plays the task's eval split (dataset.eval_split) with the agents and prints the paper metrics:",
-    '  tldr        tldr/score (the four-level reward) and the eval logger means',
-    '  coophe      coophe/pass_rate (all tests pass), coophe/pass@k (unbiased estimator), test pass fraction',
-    '  housebuild  housebuild/iou, housebuild/hp (HP left after the spiders), score_match, kill rate',
-    '  toy-coord   toy/reward_mean, toy/success_rate',
+    ...registeredTasks().map((t) => `  ${t.name.padEnd(11)} ${t.metricsSummary}`),
     'Sampling follows the trainer section (temperature, top_p, top_k, max_new_tokens, num_turns).',
     'Without --checkpoint the base models of the config are evaluated.',
   ].join('\n'),
@@ -91,7 +89,7 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
   });
   const greedy = args.flags.has('greedy');
   const task0 = config.dataset.task;
-  let samples = intOpt(args, 'samples', 'eval', 1) ?? (task0 === 'coophe' ? Math.max(...ks) : 1);
+  let samples = intOpt(args, 'samples', 'eval', 1) ?? getTask(task0).defaultEvalSamples?.(ks) ?? 1;
   if (greedy) samples = 1;
   const limit = intOpt(args, 'limit', 'eval', 1);
   const out = stringOpt(args, 'out');

@@ -10,6 +10,7 @@ import { z } from 'zod';
 import { BACKEND_CHOICES, type BackendChoice } from '../backend/init.js';
 import { DEFAULT_MEMORY_SETTINGS, parseBytes, type MemorySettings } from '../memory/settings.js';
 import { loraSectionSchema } from '../model/lora/config.js';
+import { findTask, registeredTasks, taskNames } from '../tasks/registry.js';
 
 /** The three trainers, by their CLI names. */
 export const TRAINER_NAMES = ['magrpo', 'collm-dc', 'collm-cc'] as const;
@@ -28,12 +29,19 @@ export const TRAINER_SECTIONS: Readonly<Record<string, TrainerName>> = {
   maac: 'collm-cc',
 };
 
-/** Tasks a run can train on. `toy-coord` is the embedded two-agent word task (no data needed). */
+/**
+ * The built-in tasks. `toy-coord` is the embedded two-agent word task (no data needed).
+ * @deprecated The task registry (`taskNames()`, src/tasks) is the source: it also holds tasks added
+ * as folders or by `registerTask`. A test keeps this list equal to the built-in folders.
+ */
 export const TASK_NAMES = ['tldr', 'coophe', 'housebuild', 'toy-coord'] as const;
 /** See {@link TASK_NAMES}. */
 export type TaskName = (typeof TASK_NAMES)[number];
 
-/** Multi-turn feedback modes per task (tasks-reference §2.4, §3.3). */
+/**
+ * Multi-turn feedback modes of the built-in tasks (tasks-reference §2.4, §3.3).
+ * @deprecated Each task spec's `externalModes` is the source (a test keeps them equal).
+ */
 export const EXTERNAL_MODES: Readonly<Record<TaskName, readonly string[]>> = {
   tldr: [],
   coophe: ['level_feedback', 'plain', 'expert_edits'],
@@ -79,7 +87,8 @@ const modelSchema = z.strictObject({
 });
 
 const datasetSchema = z.strictObject({
-  task: z.enum(TASK_NAMES, { error: `dataset.task must be one of ${TASK_NAMES.map((t) => `'${t}'`).join(', ')}` }),
+  /** A registered task's name (checked against the task registry in parseRunConfig). */
+  task: z.string({ error: () => `dataset.task must be one of ${quoteList(taskNames())}` }),
   /** Local data (JSON, JSONL, Parquet file or hub-layout directory). HouseBuild defaults to the packaged tasks; toy needs none. */
   path: path('dataset.path').optional(),
   /** Data for the eval split when it lives elsewhere. Default: `path`. */
@@ -114,31 +123,8 @@ const rewardProcessorSchema = z.strictObject({
   shift: num('reward_processor.shift').default(0),
 });
 
-const taskOptionsSchema = z.strictObject({
-  // HouseBuild (tasks-reference §2.6)
-  block_agent1: z.array(z.string(), { error: 'task.block_agent1 must be a list of block ids' }).optional(),
-  block_agent2: z.array(z.string(), { error: 'task.block_agent2 must be a list of block ids' }).optional(),
-  max_commands: int('task.max_commands', 1).optional(),
-  limited_resource: bool('task.limited_resource').optional(),
-  player: z.strictObject({ hp: num('task.player.hp') }).optional(),
-  spider: z
-    .strictObject({
-      num: int('task.spider.num', 0),
-      atk_low: int('task.spider.atk_low', 0),
-      atk_high: int('task.spider.atk_high', 0),
-    })
-    .refine((s) => s.atk_high >= s.atk_low, { error: 'task.spider.atk_high must be >= task.spider.atk_low' })
-    .optional(),
-  /** Seed of the run's spider attacks (the reference draws one per run). Default: the run seed. */
-  rpg_seed: int('task.rpg_seed', 0).optional(),
-  // CoopHE sandbox
-  /** Python interpreter for CoopHE tests. Default `python3`. */
-  python: z.string({ error: 'task.python must be a command or path' }).min(1).optional(),
-  /** Concurrent test subprocesses. */
-  pool_size: int('task.pool_size', 1).optional(),
-  /** Which reference CoopHE reward: `upstream` (math pre-injected, default) or `fork`. */
-  variant: z.enum(['upstream', 'fork'], { error: "task.variant must be 'upstream' or 'fork'" }).optional(),
-});
+/** The `task:` section: checked by the selected task's own options schema (its spec's `options`). */
+const taskOptionsSchema = z.record(z.string(), z.unknown(), { error: 'task must be a mapping of task options' });
 
 const outputSchema = z.strictObject({
   /** The run directory. Default `runs/<task>-<trainer>-<timestamp>`. */
@@ -232,7 +218,7 @@ export type ExternalSection = z.output<typeof externalSchema>;
 /** The reward processor section (r' = r·scale + shift when enabled). */
 export type RewardProcessorSection = z.output<typeof rewardProcessorSchema>;
 /** Task options (HouseBuild, CoopHE sandbox). */
-export type TaskOptionsSection = z.output<typeof taskOptionsSchema>;
+export type TaskOptionsSection = Readonly<Record<string, unknown>>;
 /** The output section after defaults. */
 export type OutputSection = z.output<typeof outputSchema>;
 
@@ -320,11 +306,8 @@ const ALLOWED_KEYS: Record<string, readonly string[]> = {
   dataset: Object.keys(datasetSchema.shape),
   external: Object.keys(externalSchema.shape),
   reward_processor: Object.keys(rewardProcessorSchema.shape),
-  task: Object.keys(taskOptionsSchema.shape),
   'model.lora': Object.keys(loraSectionSchema.shape),
   'model.critic_lora': Object.keys(loraSectionSchema.shape),
-  'task.player': ['hp'],
-  'task.spider': ['num', 'atk_low', 'atk_high'],
   output: Object.keys(outputSchema.shape),
   memory: Object.keys(memorySchema.shape),
 };
@@ -397,32 +380,36 @@ export function parseRunConfig<S extends RunConfigSchemas>(raw: unknown, schemas
     issues.push({ key: model.critics !== undefined ? 'model.critics' : 'model.critic_model', message: 'MAGRPO has no critic; remove it or use collm_dc / collm_cc' });
   }
   const external = cfg.external ?? {};
-  if (external.mode !== undefined) {
-    const modes = EXTERNAL_MODES[cfg.dataset.task];
-    if (!modes.includes(external.mode)) {
-      issues.push({
-        key: 'external.mode',
-        message: modes.length === 0 ? `task '${cfg.dataset.task}' has no external feedback modes` : `must be one of ${modes.map((m) => `'${m}'`).join(', ')} for task '${cfg.dataset.task}' (got "${external.mode}")`,
-      });
+  const spec = findTask(cfg.dataset.task);
+  let taskOptions: TaskOptionsSection = {};
+  if (spec === undefined) {
+    const known = taskNames();
+    issues.push({
+      key: 'dataset.task',
+      message:
+        known.length === 0
+          ? `no tasks are registered: import 'comlrl/envs' (the built-in tasks) or register one with registerTask (got ${show(cfg.dataset.task)})`
+          : `dataset.task must be one of ${quoteList(known)} (got ${show(cfg.dataset.task)})`,
+    });
+  } else {
+    if (external.mode !== undefined) {
+      const modes = spec.externalModes;
+      if (!modes.includes(external.mode)) {
+        issues.push({
+          key: 'external.mode',
+          message: modes.length === 0 ? `task '${spec.name}' has no external feedback modes` : `must be one of ${quoteList(modes)} for task '${spec.name}' (got "${external.mode}")`,
+        });
+      }
     }
-  }
-  const externalOwner: Record<string, TaskName> = {
-    sandbox_slice: 'coophe',
-    external_prompt_passthrough: 'coophe',
-    original_prompt: 'housebuild',
-    previous_response: 'housebuild',
-    lim: 'housebuild',
-  };
-  for (const [k, owner] of Object.entries(externalOwner)) {
-    if ((external as Record<string, unknown>)[k] !== undefined && cfg.dataset.task !== owner) {
-      issues.push({ key: `external.${k}`, message: `a ${owner === 'coophe' ? 'CoopHE' : 'HouseBuild'} option; dataset.task is '${cfg.dataset.task}'` });
+    // An option another task reads names its owner (a setting for the wrong task is never ignored).
+    for (const k of Object.keys(external)) {
+      if (k === 'mode' || (external as Record<string, unknown>)[k] === undefined || spec.externalOptions.some((o) => o === k)) continue;
+      const owner = registeredTasks().find((t) => t.externalOptions.some((o) => o === k));
+      issues.push({ key: `external.${k}`, message: `${owner ? `a ${owner.label} option` : 'an option no task reads'}; dataset.task is '${spec.name}'` });
     }
-  }
-  if (cfg.dataset.task !== 'housebuild' && cfg.task !== undefined) {
-    const houseOnly = ['block_agent1', 'block_agent2', 'max_commands', 'limited_resource', 'player', 'spider', 'rpg_seed'].filter((k) => k in (cfg.task as object));
-    for (const k of houseOnly) issues.push({ key: `task.${k}`, message: `a HouseBuild option; dataset.task is '${cfg.dataset.task}'` });
-    const heOnly = ['python', 'pool_size', 'variant'].filter((k) => k in (cfg.task as object));
-    if (cfg.dataset.task !== 'coophe') for (const k of heOnly) issues.push({ key: `task.${k}`, message: `a CoopHE option; dataset.task is '${cfg.dataset.task}'` });
+    const parsed = parseTaskOptions(spec, cfg.task);
+    issues.push(...parsed.issues);
+    taskOptions = parsed.options;
   }
 
   // Trainer section: sampling defaults from `model`, the run seed, then the trainer's own schema.
@@ -454,12 +441,65 @@ export function parseRunConfig<S extends RunConfigSchemas>(raw: unknown, schemas
     dataset: cfg.dataset,
     external,
     rewardProcessor: cfg.reward_processor ?? rewardProcessorSchema.parse({}),
-    task: cfg.task ?? {},
+    task: taskOptions,
     output: cfg.output ?? outputSchema.parse({}),
     memory: cfg.memory ?? memorySchema.parse({}),
     seed,
     backend: cfg.backend,
   } as RunConfigOf<S>;
+}
+
+function quoteList(names: readonly string[]): string {
+  return names.map((t) => `'${t}'`).join(', ');
+}
+
+/**
+ * The `task:` section of a config parsed by its task's options schema. Keys that are another
+ * task's options are named as such ("a HouseBuild option; dataset.task is 'tldr'").
+ */
+function parseTaskOptions(
+  spec: NonNullable<ReturnType<typeof findTask>>,
+  section: Readonly<Record<string, unknown>> | undefined,
+): { options: TaskOptionsSection; issues: ConfigFileIssue[] } {
+  const issues: ConfigFileIssue[] = [];
+  const raw = { ...(section ?? {}) };
+  const own = spec.options ? Object.keys(objectShape(spec.options)) : [];
+  for (const k of Object.keys(raw)) {
+    if (own.includes(k)) continue;
+    const owner = registeredTasks().find((t) => t !== spec && t.options !== undefined && k in objectShape(t.options));
+    if (owner?.options === undefined) continue;
+    delete raw[k];
+    // A malformed value is named as such first (as if the key were in place), then its owner.
+    const ownerOptions = owner.options;
+    const field = objectShape(ownerOptions)[k] as z.ZodType;
+    const r = field.safeParse(section?.[k], { reportInput: true });
+    if (!r.success) issues.push(...zodIssues(r.error, `task.${k}`, (p) => keysAt(ownerOptions, p.split('.').slice(1))));
+    else issues.push({ key: `task.${k}`, message: `a ${owner.label} option; dataset.task is '${spec.name}'` });
+  }
+  if (spec.options === undefined) {
+    for (const k of Object.keys(raw)) issues.push({ key: `task.${k}`, message: `unknown key (task '${spec.name}' takes no options)` });
+    return { options: {}, issues };
+  }
+  const r = spec.options.safeParse(raw, { reportInput: true });
+  if (!r.success) {
+    const options = spec.options;
+    issues.push(...zodIssues(r.error, 'task', (p) => keysAt(options, p.split('.').slice(1))));
+    return { options: {}, issues };
+  }
+  const options = r.data;
+  return { options: options !== null && typeof options === 'object' ? (options as TaskOptionsSection) : {}, issues };
+}
+
+/** The keys of the object schema at `path` inside `schema` (for "allowed here" lists). */
+function keysAt(schema: z.ZodType, path: readonly string[]): readonly string[] | undefined {
+  let shape = objectShape(schema);
+  for (const seg of path) {
+    const next = shape[seg];
+    if (next === undefined || next === null || typeof next !== 'object') return undefined;
+    shape = objectShape(next as z.ZodType);
+  }
+  const keys = Object.keys(shape);
+  return keys.length > 0 ? keys : undefined;
 }
 
 /** The keys of a (possibly refined or wrapped) zod object schema; empty when it is not an object. */

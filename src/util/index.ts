@@ -1,1 +1,2 @@
 export * from './rng.js';
+export * from './stats.js';

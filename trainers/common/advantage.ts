@@ -2,6 +2,7 @@
  * Group-relative advantages (MAGRPO §2.3 of the reference): one group = the K completions one agent
  * sampled at one tree node, each with its (aggregated) return.
  */
+import { mean as statsMean, stdPop, zScore as statsZScore } from '../../src/util/stats.js';
 
 /** How the raw advantage is formed from a group's returns before the optional z-score. */
 export type AdvantageMode = 'mean' | 'raw' | 'max' | 'rloo';
@@ -12,28 +13,17 @@ export const ADVANTAGE_MODES = ['mean', 'raw', 'max', 'rloo'] as const;
 /** Smallest std used by the z-score, so a near-constant group does not blow up. */
 export const STD_FLOOR = 1e-6;
 
-/** Population mean. */
+/** Population mean; 0 for an empty group (a baseline of no samples). One home: src/util/stats.ts. */
 export function mean(values: readonly number[]): number {
-  if (values.length === 0) return 0;
-  let s = 0;
-  for (const v of values) s += v;
-  return s / values.length;
+  return statsMean(values, 0);
 }
 
-/** Population standard deviation (divides by n, as torch's `unbiased=False`). */
-export function stdPop(values: readonly number[]): number {
-  if (values.length === 0) return 0;
-  const m = mean(values);
-  let s = 0;
-  for (const v of values) s += (v - m) * (v - m);
-  return Math.sqrt(s / values.length);
-}
+/** Population standard deviation (divides by n, as torch's `unbiased=False`); see src/util/stats.ts. */
+export { stdPop };
 
 /** (x − mean) / max(std_pop, floor). A constant group maps to zeros. */
 export function zScore(values: readonly number[], floor = STD_FLOOR): number[] {
-  const m = mean(values);
-  const sd = Math.max(stdPop(values), floor);
-  return values.map((v) => (v - m) / sd);
+  return statsZScore(values, floor);
 }
 
 /**

@@ -4,18 +4,10 @@
  * optimizer step per minibatch and a single pass. comlrl shuffles with a seeded stream.
  */
 import type { Rng } from '../../src/util/rng.js';
+import { groupItemsByTurn } from '../../src/util/stats.js';
 
 /** Splits items into groups keyed by `turnOf`, returned in ascending turn order; order inside a group is kept. */
-export function groupByTurn<T>(items: readonly T[], turnOf: (item: T) => number): { turn: number; items: T[] }[] {
-  const groups = new Map<number, T[]>();
-  for (const item of items) {
-    const t = turnOf(item);
-    const g = groups.get(t);
-    if (g) g.push(item);
-    else groups.set(t, [item]);
-  }
-  return [...groups.entries()].sort((a, b) => a[0] - b[0]).map(([turn, group]) => ({ turn, items: group }));
-}
+export const groupByTurn: <T>(items: readonly T[], turnOf: (item: T) => number) => { turn: number; items: T[] }[] = groupItemsByTurn;
 
 /** Shuffles a copy of `items` with `rng` and cuts it into chunks of `batchSize` (the last may be shorter). */
 export function shuffledMinibatches<T>(items: readonly T[], batchSize: number, rng: Rng): T[][] {

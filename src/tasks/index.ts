@@ -1,0 +1,3 @@
+export * from './spec.js';
+export * from './registry.js';
+export * from './metrics.js';
