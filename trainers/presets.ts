@@ -1,8 +1,10 @@
 /**
  * Named presets of the CoLLM paper's actor-critic runs: TLDR, CoopHE and HouseBuild, each for
- * CoLLM-DC and CoLLM-CC. The numbers are the experiment repositories' configs the paper was run
- * with (`tasks-reference.md` §1.6, §2.6, §3.5: iac_* → DC, maac_* → CC), with comlrl's
- * paper-aligned options at their defaults (ratio with clip 0.2, m_t for the CC critic).
+ * CoLLM-DC and CoLLM-CC. The numbers are read from the example configs
+ * `examples/configs/<task>-collm-<dc|cc>.yaml` (shipped with the package), the single source of
+ * them: the experiment repositories' configs the paper was run with (`tasks-reference.md` §1.6,
+ * §2.6, §3.5: iac_* → DC, maac_* → CC), with comlrl's paper-aligned options at their defaults
+ * unless the file sets them. A preset's `config` is the trainer's validated config (defaults filled).
  *
  * A preset is only the trainer config plus what the scripts set around it (models, reward
  * shift, data splits); examples combine it with an environment:
@@ -12,7 +14,11 @@
  * const trainer = new CoLLMCCTrainer({ ..., config: { ...p.config, num_train_epochs: 2 } });
  * ```
  */
-import type { CoLLMCCConfigInput, CoLLMDCConfigInput } from './actor-critic-config.js';
+import { existsSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { readConfigFile } from '../src/config/load.js';
+import { parseCoLLMCCConfig, parseCoLLMDCConfig, type CoLLMCCConfigInput, type CoLLMDCConfigInput } from './actor-critic-config.js';
 
 /** Tasks with presets. */
 export type PresetTask = 'tldr' | 'coophe' | 'housebuild';
@@ -48,146 +54,94 @@ export interface CCPreset extends PresetBase {
 /** Either kind of preset. */
 export type ActorCriticPreset = DCPreset | CCPreset;
 
-// TLDR (LLM_Collab_Writing iac_tldr / maac_tldr): single turn, dense reward.
-const tldrShared = {
-  num_agents: 2,
-  num_turns: 1,
-  num_train_epochs: 20,
-  agent_learning_rate: 5e-6,
-  critic_learning_rate: 5e-6,
-  num_generations: 1,
-  max_new_tokens: 256,
-  temperature: 0.7,
-  top_p: 0.9,
-  top_k: null,
-  rollout_buffer_size: 4,
-  train_batch_size: 4,
-  value_loss_coef: 0.6,
-  discount: 0.9,
-  eval_interval: 20,
-  eval_num_samples: 4,
-  eval_batch_size: 1,
-  logging_steps: 50,
-} as const;
+/** What a preset takes from outside its YAML file: the Hugging Face ids and provenance notes. */
+interface PresetMeta {
+  readonly task: PresetTask;
+  readonly trainer: 'collm-dc' | 'collm-cc';
+  readonly agentModel: string;
+  readonly criticModel: string;
+  readonly notes: string;
+}
 
-// CoopHE (LLM_Collab_Code_Generation iac_che / maac_che): 2 turns with level feedback.
-const coopheShared = {
-  num_agents: 2,
-  num_turns: 2,
-  num_train_epochs: 80,
-  agent_learning_rate: 5e-6,
-  critic_learning_rate: 5e-6,
-  num_generations: 1,
-  max_new_tokens: 256,
-  temperature: 0.6,
-  top_p: 0.6,
-  top_k: null,
-  discount: 0.9,
-  early_termination_threshold: -0.2,
-  rollout_buffer_size: 4,
-  train_batch_size: 4,
-  value_loss_coef: 0.6,
-  eval_interval: 40,
-  eval_num_samples: 4,
-  eval_batch_size: 1,
-  logging_steps: 10,
-  seed: 42,
-} as const;
-
-// HouseBuild (LLM_Collab_Minecraft iac / maac): 4 turns, sparse and long-horizon.
-const houseShared = {
-  num_agents: 2,
-  num_turns: 4,
-  num_train_epochs: 150,
-  agent_learning_rate: 5e-6,
-  critic_learning_rate: 5e-6,
-  num_generations: 1,
-  max_new_tokens: 512,
-  temperature: 0.6,
-  top_p: 0.6,
-  top_k: null,
-  discount: 0.9,
-  early_termination_threshold: 0.0,
-  rollout_buffer_size: 1,
-  train_batch_size: 1,
-  value_loss_coef: 0.6,
-  eval_interval: 10,
-  eval_num_samples: 2,
-  eval_batch_size: 1,
-  logging_steps: 40,
-} as const;
-
-const PRESETS: Record<string, ActorCriticPreset> = {
-  'tldr-dc': {
-    name: 'tldr-dc',
-    task: 'tldr',
-    trainer: 'collm-dc',
-    agentModel: 'Qwen/Qwen3-1.7B',
-    criticModel: 'Qwen/Qwen3-1.7B',
-    rewardProcessor: { scale: 1, shift: 0 },
-    splits: { train: 'train[:1000]', eval: 'test[:1000]' },
-    config: { ...tldrShared, use_separate_critic: true, critic_type: 'v', value_clip_range: 0.2 },
-    notes: 'iac_tldr config; discount is the script default 0.9.',
-  },
-  'tldr-cc': {
-    name: 'tldr-cc',
-    task: 'tldr',
-    trainer: 'collm-cc',
-    agentModel: 'Qwen/Qwen3-1.7B',
-    criticModel: 'Qwen/Qwen3-1.7B',
-    rewardProcessor: { scale: 1, shift: 0 },
-    splits: { train: 'train[:1100]', eval: 'test[:1100]' },
-    config: { ...tldrShared, critic_type: 'v' },
-    notes: 'maac_tldr config; discount is the script default 0.9.',
-  },
+// The numbers live in examples/configs/<task>-collm-<dc|cc>.yaml (the one source; each value's
+// origin is commented there); a preset is that file's trainer section with the run's sampling
+// and seed merged in as the run-config parser does, plus these ids and notes.
+const PRESET_META: Readonly<Record<string, PresetMeta>> = {
+  'tldr-dc': { task: 'tldr', trainer: 'collm-dc', agentModel: 'Qwen/Qwen3-1.7B', criticModel: 'Qwen/Qwen3-1.7B', notes: 'iac_tldr config; discount is the script default 0.9.' },
+  'tldr-cc': { task: 'tldr', trainer: 'collm-cc', agentModel: 'Qwen/Qwen3-1.7B', criticModel: 'Qwen/Qwen3-1.7B', notes: 'maac_tldr config; discount is the script default 0.9.' },
   'coophe-dc': {
-    name: 'coophe-dc',
     task: 'coophe',
     trainer: 'collm-dc',
     agentModel: 'Qwen/Qwen2.5-Coder-3B',
     criticModel: 'Qwen/Qwen2.5-Coder-3B',
-    rewardProcessor: { scale: 1, shift: -4 },
-    splits: { train: 'train[16:]', eval: 'train[:16]' },
-    config: { ...coopheShared, use_separate_critic: true, critic_type: 'v', value_clip_range: 0.2 },
     notes: 'iac_che config (sampling 0.6/0.6 from the iac section); reward shift −4 via iac.reward_shift.',
   },
-  'coophe-cc': {
-    name: 'coophe-cc',
-    task: 'coophe',
-    trainer: 'collm-cc',
-    agentModel: 'Qwen/Qwen2.5-Coder-3B',
-    criticModel: 'Qwen/Qwen2.5-Coder-3B',
-    rewardProcessor: { scale: 1, shift: -4 },
-    splits: { train: 'train[16:]', eval: 'train[:16]' },
-    config: { ...coopheShared, critic_type: 'v' },
-    notes: 'maac_che config; reward shift −4 via maac.reward_shift.',
-  },
+  'coophe-cc': { task: 'coophe', trainer: 'collm-cc', agentModel: 'Qwen/Qwen2.5-Coder-3B', criticModel: 'Qwen/Qwen2.5-Coder-3B', notes: 'maac_che config; reward shift −4 via maac.reward_shift.' },
   'housebuild-dc': {
-    name: 'housebuild-dc',
     task: 'housebuild',
     trainer: 'collm-dc',
     agentModel: 'Qwen/Qwen3-4B-Instruct-2507',
     criticModel: 'Qwen/Qwen3-4B-Instruct-2507',
-    rewardProcessor: { scale: 1, shift: -1 },
-    splits: { train: '[:8]', eval: '[8:]' },
-    config: { ...houseShared, use_separate_critic: true, critic_type: 'v', value_clip_range: 0.05 },
     notes: 'iac HouseBuild config (bf16, chat template on); threshold 0.0 never fires since processed rewards are <= 0.',
   },
   'housebuild-cc': {
-    name: 'housebuild-cc',
     task: 'housebuild',
     trainer: 'collm-cc',
     agentModel: 'Qwen/Qwen3-4B-Instruct-2507',
     criticModel: 'Qwen/Qwen3-4B-Instruct-2507',
-    rewardProcessor: { scale: 1, shift: -1 },
-    splits: { train: '[:8]', eval: '[8:]' },
-    config: { ...houseShared, critic_type: 'v' },
     notes: 'maac HouseBuild config (bf16, chat template on); threshold 0.0 never fires since processed rewards are <= 0.',
   },
 };
 
+/** The example config a preset is read from: `examples/configs/<task>-collm-<dc|cc>.yaml`. */
+export function presetConfigFile(name: string): string {
+  const meta = PRESET_META[name];
+  if (!meta) throw new Error(`unknown actor-critic preset '${name}'; known: ${ACTOR_CRITIC_PRESET_NAMES.join(', ')}`);
+  return join(exampleConfigsDir(), `${meta.task}-${meta.trainer}.yaml`);
+}
+
+/** The packaged example configs (found by walking up: this module runs from trainers/ and dist/trainers/). */
+function exampleConfigsDir(): string {
+  let dir = dirname(fileURLToPath(import.meta.url));
+  for (let i = 0; i < 6; i++) {
+    const candidate = join(dir, 'examples', 'configs');
+    if (existsSync(join(candidate, 'tldr-collm-dc.yaml'))) return candidate;
+    dir = dirname(dir);
+  }
+  throw new Error('the example configs (examples/configs/*.yaml) were not found next to the comlrl package');
+}
+
+const asRecord = (v: unknown): Record<string, unknown> => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
+
+/** Reads and validates one preset from its YAML file. */
+function readPreset(name: string, meta: PresetMeta): ActorCriticPreset {
+  const file = presetConfigFile(name);
+  const doc = readConfigFile(file);
+  const model = asRecord(doc.model);
+  const dataset = asRecord(doc.dataset);
+  const rp = asRecord(doc.reward_processor);
+  const sectionKey = meta.trainer === 'collm-dc' ? 'collm_dc' : 'collm_cc';
+  // As the run-config parser merges them: the model's sampling fills unset fields, the top-level seed wins.
+  const raw: Record<string, unknown> = {};
+  for (const k of ['temperature', 'top_p', 'top_k']) if (k in model) raw[k] = model[k];
+  Object.assign(raw, asRecord(doc[sectionKey]));
+  if (doc.seed !== undefined) raw.seed = doc.seed;
+  const enabled = rp.enabled !== false;
+  const scale = enabled && typeof rp.scale === 'number' ? rp.scale : 1;
+  const shift = enabled && typeof rp.shift === 'number' ? rp.shift : 0;
+  const trainSplit = dataset.train_split;
+  const evalSplit = dataset.eval_split;
+  if (typeof trainSplit !== 'string' || typeof evalSplit !== 'string') throw new Error(`${file}: dataset.train_split and dataset.eval_split must be set for preset '${name}'`);
+  const base = { name, task: meta.task, agentModel: meta.agentModel, criticModel: meta.criticModel, rewardProcessor: { scale, shift }, splits: { train: trainSplit, eval: evalSplit }, notes: meta.notes };
+  try {
+    return meta.trainer === 'collm-dc' ? { ...base, trainer: 'collm-dc', config: parseCoLLMDCConfig(raw) } : { ...base, trainer: 'collm-cc', config: parseCoLLMCCConfig(raw) };
+  } catch (err) {
+    throw new Error(`${file}: ${(err as Error).message}`);
+  }
+}
+
 /** Names of every preset. */
-export const ACTOR_CRITIC_PRESET_NAMES: readonly string[] = Object.keys(PRESETS);
+export const ACTOR_CRITIC_PRESET_NAMES: readonly string[] = Object.keys(PRESET_META);
 
 /** The CoLLM-DC preset of a task. */
 export function actorCriticPreset(name: `${PresetTask}-dc`): DCPreset;
@@ -196,8 +150,8 @@ export function actorCriticPreset(name: `${PresetTask}-cc`): CCPreset;
 /** Any preset by name; throws naming the known presets. */
 export function actorCriticPreset(name: string): ActorCriticPreset;
 export function actorCriticPreset(name: string): ActorCriticPreset {
-  const p = PRESETS[name];
-  if (!p) throw new Error(`unknown actor-critic preset '${name}'; known: ${ACTOR_CRITIC_PRESET_NAMES.join(', ')}`);
-  // A fresh copy, so callers can modify it freely.
-  return { ...p, config: { ...p.config } } as ActorCriticPreset;
+  const meta = PRESET_META[name];
+  if (!meta) throw new Error(`unknown actor-critic preset '${name}'; known: ${ACTOR_CRITIC_PRESET_NAMES.join(', ')}`);
+  // Read on every call: a fresh object callers can modify, and always the YAML's current values.
+  return readPreset(name, meta);
 }
