@@ -21,30 +21,29 @@ import * as path from 'node:path';
 import { stringify as yamlStringify } from 'yaml';
 import { initBackend, type BackendName } from '../src/backend/init.js';
 import { CheckpointError, checkpointName, cleanInterruptedWrites, listCheckpoints, verifyCheckpoint, writeCheckpointAtomically, writeFileAtomically, MANIFEST_FILE } from '../src/checkpoint/atomic.js';
-import { OPTIMIZER_STATE_FILE, readTrainerState, TRAINER_STATE_FILE, writeTrainerState } from '../src/checkpoint/state.js';
+import { OPTIMIZER_STATE_FILE, readTrainerState, TRAINER_STATE_FILE } from '../src/checkpoint/state.js';
 import { configHash, stableStringify } from '../src/config/hash.js';
 import { memorySettingsOf, runConfigIdentity, runConfigToDocument, type RunConfig as AnyRunConfig } from '../src/config/schema.js';
 import { configureMemory } from '../src/memory/settings.js';
-import { formatBytes, formatDuration, formatNumber, formatSummary } from '../src/logging/format.js';
-import { peakMemory, sampleMemory } from '../src/logging/memory.js';
-import { MetricsLogger, readMetrics, type MetricValue } from '../src/logging/metrics.js';
+import { formatBytes, formatDuration, formatNumber } from '../src/logging/format.js';
+import { peakMemory } from '../src/logging/memory.js';
+import { MetricsLogger, readMetrics } from '../src/logging/metrics.js';
 import { writePlots } from '../src/logging/plots.js';
 import { ProgressBar, type ProgressStream } from '../src/logging/progress.js';
-import type { MetricRecord } from '../trainers/common/metrics.js';
-import type { TypedRunConfig as RunConfig } from './schemas.js';
 import { yieldToEventLoop } from './interrupt.js';
 import { outputDirProblem } from './paths.js';
+import type { TypedRunConfig as RunConfig } from './schemas.js';
+import { setupTask, splitOf, splitOverlapWarning, type TaskSetup } from './tasks.js';
 import { testPause, testPauseBlocking } from './test-pause.js';
-import { episodeReward, setupTask, splitOf, splitOverlapWarning, type AnyEpisode, type TaskSetup } from './tasks.js';
-import {
-  buildTrainer,
-  cursorStep,
-  numAgentsOf,
-  sourcesFromCheckpoint,
-  sourcesFromConfig,
-  TokenCounter,
-  type TrainerHandle,
-} from './trainer.js';
+import { buildTrainer, cursorStep, numAgentsOf, sourcesFromCheckpoint, sourcesFromConfig, TokenCounter, type TrainerHandle } from './trainer.js';
+import { checkpointCallback, progressCallback, stopCallback, stopRequested, StopRun, type ItemEnd, type RunCallback } from './training/callbacks.js';
+import { Checkpointer, CHECKPOINT_CONFIG_FILE, RUN_STATE_FILE } from './training/checkpoints.js';
+import { evaluateNow, readRunJson, writeEvalRecord, type EvalRecord, type EvalSummary } from './training/evaluation.js';
+import { RunMetrics } from './training/metrics.js';
+
+export { CHECKPOINT_CONFIG_FILE, RUN_STATE_FILE } from './training/checkpoints.js';
+export type { EvalSummary } from './training/evaluation.js';
+export { evalRowReward, trainRowReward } from './training/metrics.js';
 
 /** Files of a run directory. */
 export const RUN_FILES = {
@@ -56,10 +55,6 @@ export const RUN_FILES = {
   final: 'final',
 } as const;
 
-/** Extra file of each checkpoint: where the run was when it was written. */
-export const RUN_STATE_FILE = 'run_state.json';
-/** The config document inside each checkpoint. */
-export const CHECKPOINT_CONFIG_FILE = 'config.json';
 
 /** Options of {@link runTraining}. */
 export interface RunOptions {
@@ -88,15 +83,6 @@ export interface RunOptions {
   readonly outOption?: string;
 }
 
-/** An evaluation's headline numbers. */
-export interface EvalSummary {
-  readonly step: number;
-  readonly envStep: number;
-  /** Mean over eval episodes of the summed (processed) reward. */
-  readonly episodeReward: number;
-  readonly episodes: number;
-  readonly metrics: MetricRecord;
-}
 
 /** What {@link runTraining} returns. */
 export interface RunResult {
@@ -140,11 +126,6 @@ export class NoCheckpointError extends CheckpointError {
   }
 }
 
-class StopRun extends Error {
-  constructor() {
-    super('stop requested');
-  }
-}
 
 /** The hash stored in checkpoints: the config minus output, backend and memory. */
 export function runConfigHash(config: AnyRunConfig): string {
@@ -273,52 +254,18 @@ async function isNonEmptyRun(dir: string): Promise<boolean> {
   return existsSync(cfg) && (await fs.readFile(cfg, 'utf8').catch(() => '')).startsWith(RUN_CONFIG_HEADER);
 }
 
-/** Reads a JSON file of the run directory; a missing or unreadable one (e.g. cut short by an older version) is `{}`. */
-async function readRunJson<T extends object>(file: string, log: (line: string) => void): Promise<Partial<T>> {
-  if (!existsSync(file)) return {};
-  try {
-    const v: unknown = JSON.parse(await fs.readFile(file, 'utf8'));
-    return v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Partial<T>) : {};
-  } catch {
-    log(`[comlrl] warning: ${file} is unreadable (cut short by a crash?); it is written again`);
-    return {};
-  }
-}
 
-/** Mean of the summed rewards of eval episodes. */
-function meanEpisodeReward(episodes: readonly AnyEpisode[]): number {
-  return episodes.length === 0 ? Number.NaN : episodes.reduce((s, e) => s + episodeReward(e), 0) / episodes.length;
-}
 
-/** Sum over turns of `turn_k/reward_mean` in a train row: the row's expected episode reward. */
-export function trainRowReward(row: Readonly<Record<string, MetricValue>>): number | undefined {
-  let sum = 0;
-  let seen = false;
-  for (const [k, v] of Object.entries(row)) {
-    if (/^turn_\d+\/reward_mean$/.test(k) && typeof v === 'number') {
-      sum += v;
-      seen = true;
-    }
-  }
-  return seen ? sum : undefined;
-}
 
-/** Sum over turns of an eval row's per-turn mean reward (MAGRPO `mean_reward`, actor-critic `reward_mean`). */
-export function evalRowReward(row: Readonly<Record<string, MetricValue>>): number | undefined {
-  let sum = 0;
-  let seen = false;
-  for (const [k, v] of Object.entries(row)) {
-    if (/^eval\/turn_\d+\/(mean_reward|reward_mean)$/.test(k) && typeof v === 'number') {
-      sum += v;
-      seen = true;
-    }
-  }
-  return seen ? sum : undefined;
-}
 
 /**
  * Runs (or resumes) training as the config says. Returns when training completes or stops early;
  * throws on errors (a refused resume throws before touching the run directory).
+ *
+ * The steps, each in its own function or module: check the run directory; build the task and the
+ * trainer (nothing written yet); return early if the run already finished; prepare the run
+ * directory; evaluate before training; train, with callbacks for progress, checkpoints and stopping
+ * (cli/training/); evaluate after; write final/, plots and the summary.
  */
 export async function runTraining(options: RunOptions): Promise<RunResult> {
   const { config } = options;
@@ -327,89 +274,20 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
   const resume = options.resume;
   const restart = options.restartIn !== undefined && !resume;
   const runDir = resume ? resume.runDir : restart ? path.resolve(options.restartIn as string) : defaultRunDir(config);
-  const outOption = options.outOption ?? 'output.dir';
-  const choose = outOption === 'output.dir' ? 'set output.dir to a new directory' : `choose another ${outOption} DIR`;
-  const dirProblem = outputDirProblem(runDir, outOption);
-  if (dirProblem !== undefined) throw new Error(dirProblem);
-  if (!resume && !restart && (await isNonEmptyRun(runDir))) {
-    const none = (await listCheckpoints(path.join(runDir, RUN_FILES.checkpoints))).length === 0;
-    const how = none ? `--resume ${runDir} starts it again from step 0 (it has no checkpoint yet)` : `continue it with --resume ${runDir}`;
-    throw new Error(
-      outOption === 'output.dir'
-        ? `output directory ${runDir} already holds a run; ${how}, or set output.dir to a new directory`
-        : `output directory ${runDir} already holds a run; ${choose}`,
-    );
-  }
-  if (resume && config.output.dir != null && path.resolve(config.output.dir) !== runDir) {
-    log(`[comlrl] warning: output.dir ${config.output.dir} is ignored when resuming; the run continues in ${runDir}`);
-  }
-  const configPath = runDirConfigFile(runDir);
-  if (!resume && !restart && existsSync(configPath)) {
-    // Probably the user's own config file: the resolved config would replace it (comments and all).
-    throw new Error(`output directory ${runDir} already contains ${RUN_FILES.config} (${configPath}), which this run would overwrite with its resolved config; ${choose}, or move that file elsewhere`);
-  }
+  await checkRunDir(runDir, config, { resume: resume !== undefined, restart, outOption: options.outOption ?? 'output.dir', log });
   const hash = runConfigHash(config);
   const backend = await initBackend(config.backend);
   configureMemory(memorySettingsOf(config.memory));
 
   // ---- build everything before the first write into the run directory ----
-  const task = await setupTask(config);
-  if (task.trainTasks.length === 0) {
-    await task.close();
-    const s = splitOf(config, 'train');
-    throw new Error(`${s.key} '${s.spec}' selects no rows from ${s.from}`);
-  }
-  const evalConfigured =
-    config.trainerConfig.eval_num_samples > 0 && (config.output.eval_before_after || config.trainerConfig.eval_interval > 0);
-  if (evalConfigured && task.evalTasks.length === 0) {
-    const s = splitOf(config, 'eval');
-    log(`[comlrl] warning: ${s.key} '${s.spec}' selects no rows from ${s.from}; training runs without evaluation`);
-  }
-  const overlap = evalConfigured ? splitOverlapWarning(config, task) : undefined;
-  if (overlap !== undefined) log(`[comlrl] ${overlap}`);
+  const task = await setupRunTask(config, log);
   const counter = new TokenCounter();
-  let muted = false;
-  let logger: MetricsLogger | null = null;
-  const recentRewards: number[] = [];
-  let lastEval: number | undefined;
-  let lastRowTime = performance.now();
-  let lastRowTokens = 0;
-  const sink = {
-    log: (step: number, metrics: MetricRecord) => {
-      if (muted || !logger) return;
-      const row: Record<string, MetricValue> = { ...metrics };
-      const isEval = Object.keys(metrics).some((k) => k.startsWith('eval/'));
-      if (!isEval) {
-        const now = performance.now();
-        const dt = (now - lastRowTime) / 1000;
-        const mem = peakMemory();
-        if (dt > 0) row['perf/tokens_per_s'] = (counter.total - lastRowTokens) / dt;
-        row['perf/tokens_total'] = counter.total;
-        row['perf/peak_rss_mb'] = mem.peakRssBytes / 2 ** 20;
-        row['perf/tensor_mb'] = mem.tensorBytes / 2 ** 20;
-        row['perf/num_tensors'] = mem.numTensors;
-        lastRowTime = now;
-        lastRowTokens = counter.total;
-        const r = trainRowReward(metrics);
-        if (r !== undefined) {
-          recentRewards.push(r);
-          if (recentRewards.length > 16) recentRewards.shift();
-        }
-      } else {
-        sampleMemory();
-        const r = evalRowReward(metrics);
-        if (r !== undefined) lastEval = r;
-      }
-      const written = logger.log(step, row);
-      if (config.output.verbose) log(formatSummary(written, { maxKeys: 12 }));
-    },
-  };
-
+  const metrics = new RunMetrics(counter, config.output.verbose ? log : null);
   let trainer: TrainerHandle;
   try {
     const numAgents = numAgentsOf(config, task.env.numAgents);
     const sources = resume ? sourcesFromCheckpoint(config, resume.checkpoint, numAgents) : sourcesFromConfig(config, numAgents);
-    trainer = await buildTrainer(config, task, sources, sink, counter);
+    trainer = await buildTrainer(config, task, sources, metrics, counter);
     if (resume) trainer.importState(await readTrainerState(resume.checkpoint));
   } catch (err) {
     await task.close();
@@ -436,43 +314,12 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
     }
 
     // ---- run directory ----
-    await fs.mkdir(runDir, { recursive: true });
-    // The saved config names the directory the run really lives in (a resume stays where it was).
-    const doc = runConfigToDocument(resume ? { ...config, output: { ...config.output, dir: runDir } } : config);
-    await writeFileAtomically(runDirConfigFile(runDir), `${RUN_CONFIG_HEADER}; config hash ${hash})\n${yamlStringify(doc)}`);
-    const runInfoPath = path.join(runDir, RUN_FILES.run);
-    const previous = await readRunJson<{ sessions: unknown[] }>(runInfoPath, log);
-    const sessions = [...(Array.isArray(previous.sessions) ? previous.sessions : []), { started_at: new Date().toISOString(), backend, resumed_from: resume?.checkpoint ?? null, start_step: step }];
-    await writeFileAtomically(
-      runInfoPath,
-      `${JSON.stringify({ trainer: config.trainer, task: config.dataset.task, seed: config.seed, config_hash: hash, total_steps: totalSteps, sessions }, null, 2)}\n`,
-    );
-    const metricsPath = path.join(runDir, RUN_FILES.metrics);
-    if (resume) {
-      // Drop what was logged after the checkpoint: the resumed run logs it again.
-      const rows = existsSync(metricsPath) ? readMetrics(metricsPath).slice(0, resume.metricsRows) : [];
-      await fs.writeFile(`${metricsPath}.tmp`, rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
-      await fs.rename(`${metricsPath}.tmp`, metricsPath);
-      logger = MetricsLogger.open(metricsPath);
-    } else {
-      logger = MetricsLogger.open(metricsPath, { overwrite: true });
-    }
-    if (resume || restart) {
-      // Half-written checkpoints and final/ folders left by a hard quit (kill, power loss) are
-      // never resumed from: drop them.
-      const ckptDir = path.join(runDir, RUN_FILES.checkpoints);
-      for (const name of existsSync(ckptDir) ? await fs.readdir(ckptDir) : []) {
-        if (/^\.step-\d+\.tmp-/.test(name)) await fs.rm(path.join(ckptDir, name), { recursive: true, force: true });
-      }
-      await cleanInterruptedWrites(path.join(runDir, RUN_FILES.final));
-      // A restart replaces what the stopped attempt left (an incomplete final/ is not a result).
-      if (restart) for (const f of [RUN_FILES.eval, RUN_FILES.final]) await fs.rm(path.join(runDir, f), { recursive: true, force: true });
-    }
+    await prepareRunDir(runDir, config, { resume, restart, hash, backend, step, totalSteps, metrics, log });
     const elapsedBefore = resume?.elapsedS ?? 0;
     const tokensBefore = resume?.tokens ?? 0;
     counter.total = tokensBefore;
-    lastRowTokens = tokensBefore;
-    logger.log(trainer.envSteps, {
+    metrics.open(await openMetricsLog(runDir, resume), tokensBefore);
+    metrics.write(trainer.envSteps, {
       'run/backend': backend,
       'run/seed': config.seed,
       'run/config_hash': hash,
@@ -484,63 +331,31 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
     log(`[comlrl] ${resume ? `resuming ${displayPath(resume.checkpoint)} at step ${step}/${totalSteps}` : `training ${config.trainer} on ${config.dataset.task}: ${totalSteps} steps (${trainer.epochs} epochs × ${trainer.itemsPerEpoch} items)`} · backend ${backend} · seed ${config.seed} · config ${hash}`);
     log(`[comlrl] run directory: ${runDir}`);
 
+    // ---- eval before ----
     const evalPath = path.join(runDir, RUN_FILES.eval);
-    const evalRecord: { before?: EvalSummary; after?: EvalSummary } = resume ? await readRunJson<{ before: EvalSummary }>(evalPath, log) : {};
+    const evalRecord: EvalRecord = resume ? await readRunJson<{ before: EvalSummary }>(evalPath, log) : {};
     // A resumed run evaluates "after" again at its end; one left by a crash is not final.
     delete evalRecord.after;
     const evaluate = async (): Promise<EvalSummary> => {
-      const r = await trainer.evaluate();
-      const s = { step: cursorStep(trainer.cursor, trainer.itemsPerEpoch), envStep: trainer.envSteps, episodeReward: meanEpisodeReward(r.episodes), episodes: r.episodes.length, metrics: r.metrics };
-      lastEval = s.episodeReward;
+      const s = await evaluateNow(trainer);
+      metrics.lastEval = s.episodeReward;
       return s;
     };
     const hasEval = task.evalTasks.length > 0 && config.trainerConfig.eval_num_samples > 0;
     if (!resume && config.output.eval_before_after && hasEval) {
       evalRecord.before = await evaluate();
       log(`[comlrl] eval before training: episode reward ${formatNumber(evalRecord.before.episodeReward)} (${evalRecord.before.episodes} episodes)`);
-      await writeFileAtomically(evalPath, `${JSON.stringify(evalRecord, null, 2)}\n`);
+      await writeEvalRecord(evalPath, evalRecord);
     }
 
-    // ---- checkpoints ----
-    const checkpoints: string[] = [];
-    const ckptRoot = path.join(runDir, RUN_FILES.checkpoints);
-    let lastCheckpointStep = resume ? step : -1;
-    let lastPlot = -Infinity;
-    const writeCheckpoint = async (): Promise<void> => {
-      const dir = path.join(ckptRoot, checkpointName(step));
-      const elapsed = elapsedBefore + (performance.now() - t0) / 1000;
-      await writeCheckpointAtomically(dir, { step, configHash: hash }, async (tmp) => {
-        muted = true;
-        try {
-          await trainer.save(tmp);
-        } finally {
-          muted = false;
-        }
-        await testPause('checkpoint-write', step);
-        await writeTrainerState(tmp, trainer.exportState());
-        const rs = { step, cursor: trainer.cursor, env_step: trainer.envSteps, metrics_rows: logger?.rows().length ?? 0, elapsed_s: elapsed, tokens: counter.total, trainer: config.trainer, config_hash: hash };
-        await fs.writeFile(path.join(tmp, RUN_STATE_FILE), `${JSON.stringify(rs, null, 2)}\n`);
-        await fs.writeFile(path.join(tmp, CHECKPOINT_CONFIG_FILE), `${JSON.stringify(runConfigToDocument(config), null, 2)}\n`);
-      });
-      lastCheckpointStep = step;
-      checkpoints.push(dir);
-      const limit = config.output.save_total_limit;
-      if (limit !== null) {
-        for (const old of (await listCheckpoints(ckptRoot)).slice(limit)) await fs.rm(old, { recursive: true, force: true });
-      }
-      // Plots refreshed with checkpoints (at most once a minute: rendering grows with the log).
-      if (config.output.plots && logger && performance.now() - lastPlot > 60_000) {
-        lastPlot = performance.now();
-        await writePlots(runDir, logger.rows(), { title: `${config.dataset.task} · ${config.trainer}` }).catch(() => []);
-      }
-    };
-
-    // ---- train ----
+    // ---- train, with callbacks ----
+    const checkpointer = new Checkpointer(
+      { runDir, checkpointsDir: path.join(runDir, RUN_FILES.checkpoints), config, hash, trainer, metrics, counter, elapsedSeconds: () => elapsedBefore + (performance.now() - t0) / 1000 },
+      resume ? step : -1,
+    );
     const bar = new ProgressBar({ total: Math.max(1, totalSteps), initial: step, label: options.label ?? config.trainer, ...(options.progress ? { stream: options.progress } : {}) });
-    const barInfo = () => ({
-      reward: recentRewards.length > 0 ? recentRewards.reduce((a, b) => a + b, 0) / recentRewards.length : undefined,
-      eval: lastEval,
-    });
+    const barInfo = () => ({ reward: metrics.recentReward(), eval: metrics.lastEval });
+    const callbacks: RunCallback[] = [progressCallback(bar, barInfo, config.output.verbose), checkpointCallback(checkpointer, config.output.save_steps), stopCallback];
     if (!config.output.verbose) bar.update(step, barInfo());
     let completed = true;
     try {
@@ -550,11 +365,8 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
         testPauseBlocking('item-end', step);
         // Let a pending Ctrl-C / SIGTERM handler run: the item's tensor work never yields.
         await yieldToEventLoop();
-        if (!config.output.verbose) bar.update(step, barInfo());
-        const stop = (options.stopAfter !== undefined && step >= options.stopAfter) || options.signal?.aborted === true;
-        const due = config.output.save_steps > 0 && step % config.output.save_steps === 0;
-        if ((due || stop) && step !== lastCheckpointStep) await writeCheckpoint();
-        if (stop) throw new StopRun();
+        const event: ItemEnd = { step, stop: stopRequested(step, options.stopAfter, options.signal) };
+        for (const cb of callbacks) await cb.onItemEnd(event);
       }, { skipFirstEval: evalRecord.before !== undefined && !resume });
       step = cursorStep(trainer.cursor, trainer.itemsPerEpoch);
     } catch (err) {
@@ -564,27 +376,14 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       bar.finish();
     }
 
+    // ---- eval after, final models, plots, summary ----
     if (completed && config.output.eval_before_after && hasEval) {
       evalRecord.after = await evaluate();
-      await writeFileAtomically(evalPath, `${JSON.stringify(evalRecord, null, 2)}\n`);
+      await writeEvalRecord(evalPath, evalRecord);
     }
-    let finalDir: string | undefined;
-    if (completed && config.output.save_final_model) {
-      finalDir = path.join(runDir, RUN_FILES.final);
-      // Written like a checkpoint (temporary folder, manifest, rename): a kill mid-write leaves no
-      // final/ at all, and resume / eval verify the one they find.
-      await writeCheckpointAtomically(finalDir, { step, configHash: hash }, async (tmp) => {
-        await trainer.save(tmp);
-        if (config.output.save_dtype !== 'float32') {
-          for (let i = 0; i < trainer.agents.length; i++) await trainer.agents[i].model.save(path.join(tmp, `agent_${i}`), { dtype: config.output.save_dtype });
-        }
-        // LoRA with save_merged: the merged full models beside the adapters.
-        await trainer.saveMerged(tmp, { dtype: config.output.save_dtype });
-        await testPause('final-write', step);
-      });
-    }
+    const finalDir = completed && config.output.save_final_model ? await writeFinal(runDir, trainer, config, step, hash) : undefined;
     if (completed && options.signal?.aborted === true) log('[comlrl] the interrupt came after the last training item: the run finished and its results are written');
-    const plots = config.output.plots ? (await writePlots(runDir, logger.rows(), { title: `${config.dataset.task} · ${config.trainer}` })).flatMap((p) => [p.png, p.svg]) : [];
+    const plots = config.output.plots ? (await writePlots(runDir, metrics.rows(), { title: `${config.dataset.task} · ${config.trainer}` })).flatMap((p) => [p.png, p.svg]) : [];
     const seconds = elapsedBefore + (performance.now() - t0) / 1000;
     const mem = peakMemory();
     const sessionSeconds = (performance.now() - t0) / 1000;
@@ -595,7 +394,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       completed,
       ...(evalRecord.before ? { before: evalRecord.before } : {}),
       ...(evalRecord.after ? { after: evalRecord.after } : {}),
-      checkpoints,
+      checkpoints: checkpointer.written,
       plots,
       ...(finalDir ? { finalDir } : {}),
       configHash: hash,
@@ -606,12 +405,124 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       peakTensorBytes: mem.peakTensorBytes,
       wasmHeapBytes: mem.wasmHeapBytes,
     };
-    for (const line of summaryLines(result, logger.rows().length)) log(line);
+    for (const line of summaryLines(result, metrics.rows().length)) log(line);
     return result;
   } finally {
     trainer.dispose();
     await task.close();
   }
+}
+
+/**
+ * Refuses a run directory the run must not write into (a file, another run, a user's config.yaml)
+ * before anything is built; warns when `output.dir` is ignored by a resume.
+ */
+async function checkRunDir(
+  runDir: string,
+  config: RunConfig,
+  o: { resume: boolean; restart: boolean; outOption: string; log: (line: string) => void },
+): Promise<void> {
+  const { outOption } = o;
+  const choose = outOption === 'output.dir' ? 'set output.dir to a new directory' : `choose another ${outOption} DIR`;
+  const dirProblem = outputDirProblem(runDir, outOption);
+  if (dirProblem !== undefined) throw new Error(dirProblem);
+  if (!o.resume && !o.restart && (await isNonEmptyRun(runDir))) {
+    const none = (await listCheckpoints(path.join(runDir, RUN_FILES.checkpoints))).length === 0;
+    const how = none ? `--resume ${runDir} starts it again from step 0 (it has no checkpoint yet)` : `continue it with --resume ${runDir}`;
+    throw new Error(
+      outOption === 'output.dir'
+        ? `output directory ${runDir} already holds a run; ${how}, or set output.dir to a new directory`
+        : `output directory ${runDir} already holds a run; ${choose}`,
+    );
+  }
+  if (o.resume && config.output.dir != null && path.resolve(config.output.dir) !== runDir) {
+    o.log(`[comlrl] warning: output.dir ${config.output.dir} is ignored when resuming; the run continues in ${runDir}`);
+  }
+  const configPath = runDirConfigFile(runDir);
+  if (!o.resume && !o.restart && existsSync(configPath)) {
+    // Probably the user's own config file: the resolved config would replace it (comments and all).
+    throw new Error(`output directory ${runDir} already contains ${RUN_FILES.config} (${configPath}), which this run would overwrite with its resolved config; ${choose}, or move that file elsewhere`);
+  }
+}
+
+/** The run's task, with its splits checked: no train rows is an error, no eval rows a warning. */
+async function setupRunTask(config: RunConfig, log: (line: string) => void): Promise<TaskSetup> {
+  const task = await setupTask(config);
+  if (task.trainTasks.length === 0) {
+    await task.close();
+    const s = splitOf(config, 'train');
+    throw new Error(`${s.key} '${s.spec}' selects no rows from ${s.from}`);
+  }
+  const evalConfigured = config.trainerConfig.eval_num_samples > 0 && (config.output.eval_before_after || config.trainerConfig.eval_interval > 0);
+  if (evalConfigured && task.evalTasks.length === 0) {
+    const s = splitOf(config, 'eval');
+    log(`[comlrl] warning: ${s.key} '${s.spec}' selects no rows from ${s.from}; training runs without evaluation`);
+  }
+  const overlap = evalConfigured ? splitOverlapWarning(config, task) : undefined;
+  if (overlap !== undefined) log(`[comlrl] ${overlap}`);
+  return task;
+}
+
+/**
+ * Writes config.yaml and run.json (a new session), and on resume or restart drops what a hard quit
+ * left half-written (and, on restart, the stopped attempt's results).
+ */
+async function prepareRunDir(
+  runDir: string,
+  config: RunConfig,
+  o: { resume: ResumePoint | undefined; restart: boolean; hash: string; backend: BackendName; step: number; totalSteps: number; metrics: RunMetrics; log: (line: string) => void },
+): Promise<void> {
+  const { resume, restart, hash } = o;
+  await fs.mkdir(runDir, { recursive: true });
+  // The saved config names the directory the run really lives in (a resume stays where it was).
+  const doc = runConfigToDocument(resume ? { ...config, output: { ...config.output, dir: runDir } } : config);
+  await writeFileAtomically(runDirConfigFile(runDir), `${RUN_CONFIG_HEADER}; config hash ${hash})\n${yamlStringify(doc)}`);
+  const runInfoPath = path.join(runDir, RUN_FILES.run);
+  const previous = await readRunJson<{ sessions: unknown[] }>(runInfoPath, o.log);
+  const sessions = [...(Array.isArray(previous.sessions) ? previous.sessions : []), { started_at: new Date().toISOString(), backend: o.backend, resumed_from: resume?.checkpoint ?? null, start_step: o.step }];
+  await writeFileAtomically(
+    runInfoPath,
+    `${JSON.stringify({ trainer: config.trainer, task: config.dataset.task, seed: config.seed, config_hash: hash, total_steps: o.totalSteps, sessions }, null, 2)}\n`,
+  );
+  if (resume || restart) {
+    // Half-written checkpoints and final/ folders left by a hard quit (kill, power loss) are
+    // never resumed from: drop them.
+    const ckptDir = path.join(runDir, RUN_FILES.checkpoints);
+    for (const name of existsSync(ckptDir) ? await fs.readdir(ckptDir) : []) {
+      if (/^\.step-\d+\.tmp-/.test(name)) await fs.rm(path.join(ckptDir, name), { recursive: true, force: true });
+    }
+    await cleanInterruptedWrites(path.join(runDir, RUN_FILES.final));
+    // A restart replaces what the stopped attempt left (an incomplete final/ is not a result).
+    if (restart) for (const f of [RUN_FILES.eval, RUN_FILES.final]) await fs.rm(path.join(runDir, f), { recursive: true, force: true });
+  }
+}
+
+/** metrics.jsonl: a resumed run drops what was logged after its checkpoint (it logs it again). */
+async function openMetricsLog(runDir: string, resume: ResumePoint | undefined): Promise<MetricsLogger> {
+  const metricsPath = path.join(runDir, RUN_FILES.metrics);
+  if (!resume) return MetricsLogger.open(metricsPath, { overwrite: true });
+  const rows = existsSync(metricsPath) ? readMetrics(metricsPath).slice(0, resume.metricsRows) : [];
+  await fs.writeFile(`${metricsPath}.tmp`, rows.map((r) => `${JSON.stringify(r)}\n`).join(''));
+  await fs.rename(`${metricsPath}.tmp`, metricsPath);
+  return MetricsLogger.open(metricsPath);
+}
+
+/**
+ * final/: the trained models, written like a checkpoint (temporary folder, manifest, rename), so a
+ * kill mid-write leaves no final/ at all, and resume / eval verify the one they find.
+ */
+async function writeFinal(runDir: string, trainer: TrainerHandle, config: RunConfig, step: number, hash: string): Promise<string> {
+  const finalDir = path.join(runDir, RUN_FILES.final);
+  await writeCheckpointAtomically(finalDir, { step, configHash: hash }, async (tmp) => {
+    await trainer.save(tmp);
+    if (config.output.save_dtype !== 'float32') {
+      for (let i = 0; i < trainer.agents.length; i++) await trainer.agents[i].model.save(path.join(tmp, `agent_${i}`), { dtype: config.output.save_dtype });
+    }
+    // LoRA with save_merged: the merged full models beside the adapters.
+    await trainer.saveMerged(tmp, { dtype: config.output.save_dtype });
+    await testPause('final-write', step);
+  });
+  return finalDir;
 }
 
 /**

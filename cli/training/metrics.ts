@@ -1,0 +1,118 @@
+/**
+ * The run's metrics sink: what the trainer logs goes to metrics.jsonl with perf/* columns (tokens/s,
+ * memory) added to train rows; it keeps the recent train rewards and the last eval reward for the
+ * progress bar, and can be muted (a checkpoint's own save logs nothing).
+ */
+import { formatSummary } from '../../src/logging/format.js';
+import { peakMemory, sampleMemory } from '../../src/logging/memory.js';
+import type { MetricsLogger, MetricsRow, MetricValue } from '../../src/logging/metrics.js';
+import type { MetricRecord, MetricsSink } from '../../trainers/common/metrics.js';
+import type { TokenCounter } from '../trainer.js';
+
+/** Sum over turns of `turn_k/reward_mean` in a train row: the row's expected episode reward. */
+export function trainRowReward(row: Readonly<Record<string, MetricValue>>): number | undefined {
+  let sum = 0;
+  let seen = false;
+  for (const [k, v] of Object.entries(row)) {
+    if (/^turn_\d+\/reward_mean$/.test(k) && typeof v === 'number') {
+      sum += v;
+      seen = true;
+    }
+  }
+  return seen ? sum : undefined;
+}
+
+/** Sum over turns of an eval row's per-turn mean reward (MAGRPO `mean_reward`, actor-critic `reward_mean`). */
+export function evalRowReward(row: Readonly<Record<string, MetricValue>>): number | undefined {
+  let sum = 0;
+  let seen = false;
+  for (const [k, v] of Object.entries(row)) {
+    if (/^eval\/turn_\d+\/(mean_reward|reward_mean)$/.test(k) && typeof v === 'number') {
+      sum += v;
+      seen = true;
+    }
+  }
+  return seen ? sum : undefined;
+}
+
+/** Train rewards the progress bar averages. */
+const RECENT_REWARDS = 16;
+
+/** The trainer's {@link MetricsSink} during a run (see the module comment). */
+export class RunMetrics implements MetricsSink {
+  private logger: MetricsLogger | null = null;
+  private muted = false;
+  private readonly recentRewards: number[] = [];
+  private lastRowTime = performance.now();
+  private lastRowTokens = 0;
+  /** The last eval row's summed per-turn reward. */
+  lastEval: number | undefined;
+
+  constructor(
+    private readonly counter: TokenCounter,
+    /** Where each written row is printed (output.verbose), or null. */
+    private readonly verbose: ((line: string) => void) | null,
+  ) {}
+
+  /** Starts writing to `logger`; `tokensBefore` is the token count a resumed run starts from. */
+  open(logger: MetricsLogger, tokensBefore: number): void {
+    this.logger = logger;
+    this.lastRowTokens = tokensBefore;
+  }
+
+  /** The rows written so far (including those a resumed run kept). */
+  rows(): readonly MetricsRow[] {
+    return this.logger?.rows() ?? [];
+  }
+
+  /** Runs `fn` with logging off. */
+  async withoutLogging<T>(fn: () => Promise<T>): Promise<T> {
+    this.muted = true;
+    try {
+      return await fn();
+    } finally {
+      this.muted = false;
+    }
+  }
+
+  /** Writes a row as it is (the run/* header row: no perf columns, not counted as a train row). */
+  write(step: number, row: Readonly<Record<string, MetricValue>>): void {
+    this.logger?.log(step, row);
+  }
+
+  /** Mean of the recent train rewards, or undefined before the first train row. */
+  recentReward(): number | undefined {
+    const r = this.recentRewards;
+    return r.length > 0 ? r.reduce((a, b) => a + b, 0) / r.length : undefined;
+  }
+
+  log(step: number, metrics: MetricRecord): void {
+    if (this.muted || !this.logger) return;
+    const row: Record<string, MetricValue> = { ...metrics };
+    const isEval = Object.keys(metrics).some((k) => k.startsWith('eval/'));
+    if (!isEval) {
+      const now = performance.now();
+      const dt = (now - this.lastRowTime) / 1000;
+      const mem = peakMemory();
+      const total = this.counter.total;
+      if (dt > 0) row['perf/tokens_per_s'] = (total - this.lastRowTokens) / dt;
+      row['perf/tokens_total'] = total;
+      row['perf/peak_rss_mb'] = mem.peakRssBytes / 2 ** 20;
+      row['perf/tensor_mb'] = mem.tensorBytes / 2 ** 20;
+      row['perf/num_tensors'] = mem.numTensors;
+      this.lastRowTime = now;
+      this.lastRowTokens = total;
+      const r = trainRowReward(metrics);
+      if (r !== undefined) {
+        this.recentRewards.push(r);
+        if (this.recentRewards.length > RECENT_REWARDS) this.recentRewards.shift();
+      }
+    } else {
+      sampleMemory();
+      const r = evalRowReward(metrics);
+      if (r !== undefined) this.lastEval = r;
+    }
+    const written = this.logger.log(step, row);
+    this.verbose?.(formatSummary(written, { maxKeys: 12 }));
+  }
+}
