@@ -15,7 +15,7 @@ import { AdamW } from '../src/optim/adamw.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { rngFor } from '../src/util/rng.js';
 import { ToyCoordEnv, toyTrainTasks } from '../envs/toy/index.js';
-import { groupAdvantages } from '../trainers/common/advantage.js';
+import { groupAdvantages } from '../trainers/magrpo-advantage.js';
 import { encodePrompt, generateGroup, type CompletionGroup } from '../trainers/common/generation.js';
 import { applyGradients, linearPolicyLoss, sequenceLossGradients, type PolicyGradientRow } from '../trainers/common/loss.js';
 import { MAGRPOTrainer } from '../trainers/magrpo.js';

@@ -11,7 +11,7 @@ import { getTask, registerTask, taskNames } from '../src/tasks/registry.js';
 import { defineTask } from '../src/tasks/spec.js';
 import { normalizeAdvantages } from '../src/buffer/targets.js';
 import { mean as statsMean, stdPop, zScore } from '../src/util/stats.js';
-import { mean as advantageMean, zScore as advantageZScore } from '../trainers/common/advantage.js';
+import { mean as advantageMean, zScore as advantageZScore } from '../trainers/magrpo-advantage.js';
 import { createRng } from '../src/util/rng.js';
 
 describe('task registry', () => {

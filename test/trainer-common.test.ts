@@ -19,9 +19,6 @@ import {
   encodePrompt,
   evalTurnMetrics,
   generateGroups,
-  groupAdvantages,
-  groupByTurn,
-  hasZeroSpread,
   intAtLeast,
   optimizerStates,
   parseConfig,
@@ -30,15 +27,15 @@ import {
   saveAgents,
   sequenceLossGradients,
   linearPolicyLoss,
-  shuffledMinibatches,
-  stdPop,
   summarizeEval,
   turnKey,
-  zScore,
   type EvalEpisode,
   type PolicyGradientRow,
   type TrainerState,
 } from '../trainers/common/index.js';
+// MAGRPO's own pieces live in trainers/magrpo-*.ts (trainers/common holds what every trainer shares).
+import { groupAdvantages, hasZeroSpread, stdPop, zScore } from '../trainers/magrpo-advantage.js';
+import { groupByTurn, shuffledMinibatches } from '../trainers/magrpo-minibatch.js';
 import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
 
 const close = (a: readonly number[], b: readonly number[], tol = 1e-9) => {

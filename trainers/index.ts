@@ -1,6 +1,8 @@
 /** `comlrl/trainers`: the trainers and the pieces they share. */
 export * from './common/index.js';
 export * from './magrpo-config.js';
+export * from './magrpo-advantage.js';
+export * from './magrpo-minibatch.js';
 export * from './magrpo.js';
 export * from './common/actor-critic.js';
 export * from './common/ac-trainer.js';

@@ -10,7 +10,7 @@
  * - AdamW weight decay / betas / eps are configurable; the defaults are torch's (CoMLRL's implicit ones).
  */
 import { z } from 'zod';
-import { ADVANTAGE_MODES } from './common/advantage.js';
+import { ADVANTAGE_MODES } from './magrpo-advantage.js';
 import { boolField, enumField, finiteNumber, intAtLeast, parseConfig, runSettingsFields } from './common/config.js';
 
 /** How the agents' K samples form joint actions at a tree node. */

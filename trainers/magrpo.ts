@@ -22,12 +22,12 @@
 import { isStaged } from '../src/decpomdp/staged.js';
 import type { StepResult } from '../src/decpomdp/types.js';
 import type { AdamW } from '../src/optim/adamw.js';
-import { groupAdvantages, hasZeroSpread, mean } from './common/advantage.js';
+import { groupAdvantages, hasZeroSpread, mean } from './magrpo-advantage.js';
 import { evalTurnMetrics, runEvalCallbacks, summarizeEval, type EvalEpisode } from './common/eval.js';
 import { encodePrompt, generateGroup, type CompletionGroup } from './common/generation.js';
 import { policyGradientStep, type PolicyGradientRow } from './common/loss.js';
 import { agentKey, turnKey, type MetricRecord } from './common/metrics.js';
-import { groupByTurn, shuffledMinibatches } from './common/minibatch.js';
+import { groupByTurn, shuffledMinibatches } from './magrpo-minibatch.js';
 import { saveAgents } from './common/save.js';
 import type { TrainerState } from './common/state.js';
 import { assertFiniteReward, TrainerBase, type TrainerInputs, type TrainOptions } from './common/trainer.js';

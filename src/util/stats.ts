@@ -48,3 +48,8 @@ export function groupItemsByTurn<T>(items: readonly T[], turnOf: (item: T) => nu
   }
   return [...groups.entries()].sort((a, b) => a[0] - b[0]).map(([turn, group]) => ({ turn, items: group }));
 }
+
+/** {@link mean} with 0 for an empty list: what the trainers' baselines and per-turn logs use. */
+export function meanOrZero(values: readonly number[]): number {
+  return mean(values, 0);
+}

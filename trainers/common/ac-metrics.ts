@@ -7,7 +7,7 @@
  */
 import type { JointTransition } from '../../src/buffer/replay.js';
 import { explainedVariance } from '../../src/buffer/targets.js';
-import { mean } from './advantage.js';
+import { meanOrZero as mean } from '../../src/util/stats.js';
 import { ratioStats } from './actor-critic.js';
 import { agentKey, turnKey, type MetricRecord } from './metrics.js';
 

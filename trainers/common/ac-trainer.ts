@@ -13,7 +13,7 @@ import type { AdamW } from '../../src/optim/adamw.js';
 import type { ActorCriticConfig } from '../actor-critic-config.js';
 import { FlushMetrics } from './ac-metrics.js';
 import { behaviourLogProbs, type ActorRow, type RatioSettings, type UpdateStepOptions } from './actor-critic.js';
-import { mean } from './advantage.js';
+import { meanOrZero as mean } from '../../src/util/stats.js';
 import { runEvalCallbacks, summarizeEval, type EvalEpisode } from './eval.js';
 import { encodePrompt, generateGroup, type CompletionGroup } from './generation.js';
 import { evalKey, turnKey, type MetricRecord } from './metrics.js';

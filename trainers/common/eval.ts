@@ -7,7 +7,7 @@ import { discountedReturns } from '../../src/buffer/targets.js';
 import type { Agent } from '../../src/decpomdp/agent.js';
 import type { LLMDecPOMDP } from '../../src/decpomdp/types.js';
 import type { Rng } from '../../src/util/rng.js';
-import { mean } from './advantage.js';
+import { meanOrZero as mean } from '../../src/util/stats.js';
 import { encodePrompt, generateGroups, type CompletionGroup, type GenerationSettings } from './generation.js';
 import { evalKey, turnKey, type MetricRecord } from './metrics.js';
 

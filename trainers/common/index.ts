@@ -1,11 +1,9 @@
-/** Pieces every trainer shares (run bookkeeping, prompt encoding, generation, policy-gradient step, minibatches, eval, metrics, saving, resume state, config helpers). */
-export * from './advantage.js';
+/** Pieces every trainer shares (run bookkeeping, prompt encoding, generation, policy-gradient step, eval, metrics, saving, resume state, config helpers). The actor-critic family's own files are ac-*.ts / actor-critic.ts here; MAGRPO's are trainers/magrpo-*.ts. */
 export * from './config.js';
 export * from './eval.js';
 export * from './generation.js';
 export * from './loss.js';
 export * from './metrics.js';
-export * from './minibatch.js';
 export * from './save.js';
 export * from './state.js';
 export * from './trainer.js';

@@ -1,8 +1,8 @@
 /**
- * Group-relative advantages (MAGRPO §2.3 of the reference): one group = the K completions one agent
+ * MAGRPO's group-relative advantages (§2.3 of the reference): one group = the K completions one agent
  * sampled at one tree node, each with its (aggregated) return.
  */
-import { mean as statsMean, stdPop, zScore as statsZScore } from '../../src/util/stats.js';
+import { mean as statsMean, stdPop, zScore as statsZScore } from '../src/util/stats.js';
 
 /** How the raw advantage is formed from a group's returns before the optional z-score. */
 export type AdvantageMode = 'mean' | 'raw' | 'max' | 'rloo';

@@ -1,10 +1,11 @@
 /**
- * Buffer → minibatches: CoMLRL processes a full rollout buffer by turn group (ascending turn), and
+ * MAGRPO's buffer → minibatches (the actor-critic trainers plan theirs with src/buffer's
+ * planMinibatches, which adds update epochs): CoMLRL processes a full rollout buffer by turn group (ascending turn), and
  * within a group shuffles the samples and cuts them into minibatches of `train_batch_size`, with one
  * optimizer step per minibatch and a single pass. comlrl shuffles with a seeded stream.
  */
-import type { Rng } from '../../src/util/rng.js';
-import { groupItemsByTurn } from '../../src/util/stats.js';
+import type { Rng } from '../src/util/rng.js';
+import { groupItemsByTurn } from '../src/util/stats.js';
 
 /** Splits items into groups keyed by `turnOf`, returned in ascending turn order; order inside a group is kept. */
 export const groupByTurn: <T>(items: readonly T[], turnOf: (item: T) => number) => { turn: number; items: T[] }[] = groupItemsByTurn;
