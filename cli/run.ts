@@ -15,15 +15,14 @@
  * SHA-256, config identity, optimizer and trainer state) before anything in the run directory is
  * touched, so a refused resume leaves the directory as it was.
  */
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { stringify as yamlStringify } from 'yaml';
 import { initBackend, type BackendName } from '../src/backend/init.js';
-import { CheckpointError, checkpointName, cleanInterruptedWrites, listCheckpoints, verifyCheckpoint, writeCheckpointAtomically, writeFileAtomically, MANIFEST_FILE } from '../src/checkpoint/atomic.js';
-import { OPTIMIZER_STATE_FILE, readTrainerState, TRAINER_STATE_FILE } from '../src/checkpoint/state.js';
-import { configHash, stableStringify } from '../src/config/hash.js';
-import { memorySettingsOf, runConfigIdentity, runConfigToDocument, type RunConfig as AnyRunConfig } from '../src/config/schema.js';
+import { CheckpointError, checkpointName, cleanInterruptedWrites, listCheckpoints, writeCheckpointAtomically, writeFileAtomically } from '../src/checkpoint/atomic.js';
+import { readTrainerState } from '../src/checkpoint/state.js';
+import { memorySettingsOf, runConfigToDocument } from '../src/config/schema.js';
 import { configureMemory } from '../src/memory/settings.js';
 import { formatBytes, formatDuration, formatNumber } from '../src/logging/format.js';
 import { peakMemory } from '../src/logging/memory.js';
@@ -37,23 +36,18 @@ import { setupTask, splitOf, splitOverlapWarning, type TaskSetup } from './tasks
 import { testPause, testPauseBlocking } from './test-pause.js';
 import { buildTrainer, cursorStep, numAgentsOf, sourcesFromCheckpoint, sourcesFromConfig, TokenCounter, type TrainerHandle } from './trainer.js';
 import { checkpointCallback, progressCallback, stopCallback, stopRequested, StopRun, type ItemEnd, type RunCallback } from './training/callbacks.js';
-import { Checkpointer, CHECKPOINT_CONFIG_FILE, RUN_STATE_FILE } from './training/checkpoints.js';
+import { Checkpointer } from './training/checkpoints.js';
 import { evaluateNow, readRunJson, writeEvalRecord, type EvalRecord, type EvalSummary } from './training/evaluation.js';
 import { RunMetrics } from './training/metrics.js';
 
+import { finishedRun, type ResumePoint } from './training/resume.js';
+import { defaultRunDir, isNonEmptyRun, RUN_CONFIG_HEADER, RUN_FILES, runConfigHash, runDirConfigFile } from './training/run-dir.js';
+
 export { CHECKPOINT_CONFIG_FILE, RUN_STATE_FILE } from './training/checkpoints.js';
+export { NoCheckpointError, resolveResume, type ResumePoint } from './training/resume.js';
+export { defaultRunDir, RUN_FILES, runConfigHash, runDirConfigFile } from './training/run-dir.js';
 export type { EvalSummary } from './training/evaluation.js';
 export { evalRowReward, trainRowReward } from './training/metrics.js';
-
-/** Files of a run directory. */
-export const RUN_FILES = {
-  config: 'config.yaml',
-  run: 'run.json',
-  metrics: 'metrics.jsonl',
-  eval: 'eval.json',
-  checkpoints: 'checkpoints',
-  final: 'final',
-} as const;
 
 
 /** Options of {@link runTraining}. */
@@ -83,7 +77,6 @@ export interface RunOptions {
   readonly outOption?: string;
 }
 
-
 /** What {@link runTraining} returns. */
 export interface RunResult {
   readonly runDir: string;
@@ -106,152 +99,6 @@ export interface RunResult {
   readonly peakTensorBytes?: number;
   /** The wasm heap's high-water mark (null on other backends). */
   readonly wasmHeapBytes?: number | null;
-}
-
-/** A verified checkpoint to resume from. */
-export interface ResumePoint {
-  readonly runDir: string;
-  readonly checkpoint: string;
-  readonly step: number;
-  readonly metricsRows: number;
-  readonly elapsedS: number;
-  readonly tokens: number;
-}
-
-/** `--resume` of a run directory that holds no checkpoint yet (the run stopped before its first one). */
-export class NoCheckpointError extends CheckpointError {
-  constructor(readonly runDir: string) {
-    super(`no checkpoint under ${path.join(runDir, RUN_FILES.checkpoints)} yet`, runDir);
-    this.name = 'NoCheckpointError';
-  }
-}
-
-
-/** The hash stored in checkpoints: the config minus output, backend and memory. */
-export function runConfigHash(config: AnyRunConfig): string {
-  return configHash(runConfigIdentity(config));
-}
-
-/** Reads the YAML config a run directory stores. */
-export function runDirConfigFile(runDir: string): string {
-  return path.join(runDir, RUN_FILES.config);
-}
-
-function flatDiff(a: unknown, b: unknown, prefix = ''): string[] {
-  if (stableStringify(a) === stableStringify(b)) return [];
-  const isObj = (v: unknown) => v !== null && typeof v === 'object' && !Array.isArray(v);
-  if (isObj(a) && isObj(b)) {
-    const keys = [...new Set([...Object.keys(a as object), ...Object.keys(b as object)])].sort();
-    return keys.flatMap((k) => flatDiff((a as Record<string, unknown>)[k], (b as Record<string, unknown>)[k], prefix ? `${prefix}.${k}` : k));
-  }
-  const show = (v: unknown) => (v === undefined ? '(unset)' : JSON.stringify(v));
-  return [`${prefix || '(config)'}: checkpoint ${show(a)}, this run ${show(b)}`];
-}
-
-/**
- * Finds and fully verifies the checkpoint to resume: `dir` is a run directory (its newest
- * checkpoint is used) or one checkpoint directory. Nothing is written.
- * @throws CheckpointError naming the problem (missing, damaged, incompatible config, missing state).
- */
-export async function resolveResume(dir: string, config: RunConfig): Promise<ResumePoint> {
-  const abs = path.resolve(dir);
-  if (!existsSync(abs)) throw new CheckpointError('resume directory not found', abs);
-  let checkpoint: string;
-  let runDir: string;
-  if (existsSync(path.join(abs, MANIFEST_FILE)) || /^step-\d+$/.test(path.basename(abs))) {
-    checkpoint = abs;
-    runDir = path.dirname(path.dirname(abs));
-  } else {
-    const found = await listCheckpoints(path.join(abs, RUN_FILES.checkpoints));
-    if (found.length === 0) {
-      if (await isNonEmptyRun(abs)) throw new NoCheckpointError(abs);
-      throw new CheckpointError(`not a run directory: no ${RUN_FILES.config}, ${RUN_FILES.run}, ${RUN_FILES.metrics} or ${RUN_FILES.checkpoints}/ there`, abs);
-    }
-    checkpoint = found[0];
-    runDir = abs;
-  }
-  const hash = runConfigHash(config);
-  if (!existsSync(checkpoint)) throw new CheckpointError('checkpoint directory not found', checkpoint);
-  // The pieces exact resume cannot do without, named before the generic manifest check.
-  const required: [string, string][] = [
-    [OPTIMIZER_STATE_FILE, 'optimizer state (AdamW moments)'],
-    [TRAINER_STATE_FILE, 'trainer state (counters, dataset cursor, RNG streams, buffers)'],
-    [RUN_STATE_FILE, 'run state (step, metrics position)'],
-    ['agent_0', 'agent weights'],
-  ];
-  for (const [file, what] of required) {
-    if (!existsSync(path.join(checkpoint, file))) throw new CheckpointError(`damaged checkpoint: missing ${what}: ${file}`, checkpoint);
-  }
-  try {
-    await verifyCheckpoint(checkpoint, { configHash: hash });
-  } catch (err) {
-    if (err instanceof CheckpointError && /config mismatch/.test(err.message)) {
-      // Name the keys that differ, when the checkpoint's config is readable.
-      let detail = '';
-      try {
-        const saved = JSON.parse(readFileSync(path.join(checkpoint, CHECKPOINT_CONFIG_FILE), 'utf8')) as Record<string, unknown>;
-        const diffs = flatDiff(stripIdentity(saved), runConfigIdentity(config));
-        if (diffs.length > 0) detail = `; differing keys: ${diffs.slice(0, 8).join('; ')}`;
-      } catch {
-        // The hash comparison alone already refused it.
-      }
-      throw new CheckpointError(`incompatible checkpoint: ${err.message.replace(/ \(checkpoint: .*\)$/, '')}${detail}`, checkpoint);
-    }
-    if (err instanceof CheckpointError) throw new CheckpointError(`damaged checkpoint: ${err.message.replace(/ \(checkpoint: .*\)$/, '')}`, checkpoint);
-    throw err;
-  }
-  // Loads (and checks) the trainer and optimizer state now, so a missing piece is refused before any write.
-  await readTrainerState(checkpoint);
-  const rsPath = path.join(checkpoint, RUN_STATE_FILE);
-  if (!existsSync(rsPath)) throw new CheckpointError(`missing ${RUN_STATE_FILE} (step counters)`, checkpoint);
-  const rs = JSON.parse(await fs.readFile(rsPath, 'utf8')) as { step?: unknown; metrics_rows?: unknown; elapsed_s?: unknown; tokens?: unknown };
-  if (typeof rs.step !== 'number' || typeof rs.metrics_rows !== 'number') throw new CheckpointError(`${RUN_STATE_FILE} lacks step / metrics_rows`, checkpoint);
-  for (let i = 0; i < 64; i++) {
-    const agentDir = path.join(checkpoint, `agent_${i}`);
-    if (!existsSync(agentDir)) break;
-    // LoRA checkpoints hold PEFT adapters (the base comes from the config's model paths).
-    const weights = config.model.lora ? ['adapter_config.json', 'adapter_model.safetensors'] : ['config.json', 'model.safetensors'];
-    for (const f of [...weights, 'tokenizer.json']) {
-      if (!existsSync(path.join(agentDir, f))) throw new CheckpointError(`agent_${i} lacks ${f}`, checkpoint);
-    }
-  }
-  return {
-    runDir,
-    checkpoint,
-    step: rs.step,
-    metricsRows: rs.metrics_rows,
-    elapsedS: typeof rs.elapsed_s === 'number' ? rs.elapsed_s : 0,
-    tokens: typeof rs.tokens === 'number' ? rs.tokens : 0,
-  };
-}
-
-function stripIdentity(doc: Record<string, unknown>): Record<string, unknown> {
-  const out = { ...doc };
-  delete out.output;
-  delete out.backend;
-  delete out.memory;
-  return out;
-}
-
-function timestamp(): string {
-  const d = new Date();
-  const p = (n: number) => String(n).padStart(2, '0');
-  return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
-}
-
-/** The run directory of a config: `output.dir`, else `runs/<task>-<trainer>-<timestamp>`. */
-export function defaultRunDir(config: RunConfig): string {
-  return path.resolve(config.output.dir ?? path.join('runs', `${config.dataset.task}-${config.trainer}-${timestamp()}`));
-}
-
-/** The first line of the config.yaml a run writes (it tells a run's config from a user's own file). */
-const RUN_CONFIG_HEADER = '# comlrl run config (resolved';
-
-async function isNonEmptyRun(dir: string): Promise<boolean> {
-  for (const f of [RUN_FILES.metrics, RUN_FILES.run, RUN_FILES.checkpoints, RUN_FILES.final]) if (existsSync(path.join(dir, f))) return true;
-  // A run killed right after writing its config.yaml.
-  const cfg = runDirConfigFile(dir);
-  return existsSync(cfg) && (await fs.readFile(cfg, 'utf8').catch(() => '')).startsWith(RUN_CONFIG_HEADER);
 }
 
 
@@ -523,37 +370,6 @@ async function writeFinal(runDir: string, trainer: TrainerHandle, config: RunCon
     await testPause('final-write', step);
   });
   return finalDir;
-}
-
-/**
- * The final results of a finished run (eval.json's after-training eval when one is configured,
- * final/ when the config saves it), or null when any is missing and the run still has work.
- */
-async function finishedRun(
-  runDir: string,
-  config: RunConfig,
-  at: { totalSteps: number; checkpointAtEnd: boolean; hash: string },
-): Promise<{ before?: EvalSummary; after?: EvalSummary; finalDir?: string } | null> {
-  const finalDir = path.join(runDir, RUN_FILES.final);
-  if (config.output.save_final_model) {
-    // Complete only when final/ verifies (manifest, sizes, SHA-256) and was written at the last step.
-    try {
-      const manifest = await verifyCheckpoint(finalDir, { configHash: at.hash });
-      if (manifest.step !== at.totalSteps) return null;
-    } catch {
-      return null;
-    }
-  } else if (!at.checkpointAtEnd) {
-    return null;
-  }
-  const evalPath = path.join(runDir, RUN_FILES.eval);
-  const record = await readRunJson<{ before: EvalSummary; after: EvalSummary }>(evalPath, () => {});
-  if (config.output.eval_before_after && record.after === undefined && record.before !== undefined) return null;
-  return {
-    ...(record.before ? { before: record.before } : {}),
-    ...(record.after ? { after: record.after } : {}),
-    ...(config.output.save_final_model ? { finalDir } : {}),
-  };
 }
 
 /** A path for messages: relative to the working directory when inside it, else absolute. */

@@ -13,6 +13,8 @@ import { normalizeAdvantages } from '../src/buffer/targets.js';
 import { mean as statsMean, stdPop, zScore } from '../src/util/stats.js';
 import { mean as advantageMean, zScore as advantageZScore } from '../trainers/magrpo-advantage.js';
 import { createRng } from '../src/util/rng.js';
+import { planMinibatches } from '../src/buffer/replay.js';
+import { shuffledMinibatches } from '../trainers/magrpo-minibatch.js';
 
 describe('task registry', () => {
   test('every folder under envs/ with a spec module is a registered task, in the documented order', () => {
@@ -62,5 +64,29 @@ describe('shared statistics (src/util/stats.ts) keep each caller\'s behaviour', 
     }
     // Groups of one stay as they are in the actor-critic normalizer (CoMLRL normalizes only n > 1).
     expect(normalizeAdvantages([3])).toEqual([3]);
+  });
+});
+
+describe('one minibatch planner for both trainer families', () => {
+  test('MAGRPO\'s shuffledMinibatches is a shuffle of the group cut into chunks (what it was before sharing planMinibatches)', () => {
+    const items = Array.from({ length: 11 }, (_, i) => `s${i}`);
+    const order = createRng(5).shuffle([...items]);
+    const chunks = [order.slice(0, 4), order.slice(4, 8), order.slice(8)];
+    expect(shuffledMinibatches(items, 4, createRng(5))).toEqual(chunks);
+  });
+
+  test('by turn group in ascending order, each group shuffled in turn: the order MAGRPO consumed its buffer in', () => {
+    const turns = [1, 0, 1, 0, 0, 1, 2];
+    const rng = createRng(9);
+    const expected = [
+      ...rng.shuffle([1, 3, 4]).map((i) => [i]),
+      ...rng.shuffle([0, 2, 5]).map((i) => [i]),
+      [6],
+    ];
+    // The draw for the last group (one item) still happens, as before.
+    rng.shuffle([6]);
+    const plan = planMinibatches(turns, { batchSize: 1, epochs: 1, rng: createRng(9) });
+    expect(plan.map((b) => [...b.indices])).toEqual(expected);
+    expect(plan.map((b) => b.turn)).toEqual([0, 0, 0, 1, 1, 1, 2]);
   });
 });

@@ -20,14 +20,14 @@
  * joint_mode is 'aligned' | 'cross' only, non-finite losses raise, random streams are seeded.
  */
 import { isStaged } from '../src/decpomdp/staged.js';
+import { planMinibatches } from '../src/buffer/replay.js';
 import type { StepResult } from '../src/decpomdp/types.js';
 import type { AdamW } from '../src/optim/adamw.js';
-import { groupAdvantages, hasZeroSpread, mean } from './magrpo-advantage.js';
+import { groupAdvantages, hasZeroSpread, mean, type AdvantageMode } from './magrpo-advantage.js';
 import { evalTurnMetrics, runEvalCallbacks, summarizeEval, type EvalEpisode } from './common/eval.js';
 import { encodePrompt, generateGroup, type CompletionGroup } from './common/generation.js';
 import { policyGradientStep, type PolicyGradientRow } from './common/loss.js';
 import { agentKey, turnKey, type MetricRecord } from './common/metrics.js';
-import { groupByTurn, shuffledMinibatches } from './magrpo-minibatch.js';
 import { saveAgents } from './common/save.js';
 import type { TrainerState } from './common/state.js';
 import { assertFiniteReward, TrainerBase, type TrainerInputs, type TrainOptions } from './common/trainer.js';
@@ -84,6 +84,19 @@ export function agentGroupReturns(
     out[tuple[agent]] += returns[j];
   });
   return out;
+}
+
+/**
+ * Step 4's loss rows of one minibatch: every completion k of every sample with its coefficient, so
+ * that Σ coef · (−Σ_t log π) is loss = (1/|minibatch|) Σ_samples (1/K) Σ_k −A_k · Σ_t log π(token_t),
+ * A being the group-relative advantages of the sample's K returns.
+ */
+export function minibatchRows(minibatch: readonly NodeSample[], mode: AdvantageMode, normalize: boolean): PolicyGradientRow[] {
+  return minibatch.flatMap((sample) => {
+    const adv = groupAdvantages(sample.returns, mode, normalize);
+    const k = sample.completionIds.length;
+    return sample.completionIds.map((completionIds, c) => ({ promptIds: sample.promptIds, completionIds, coef: adv[c] / (k * minibatch.length) }));
+  });
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -288,8 +301,9 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
         ? await this.timer.time('transition', () => Promise.all(actions.map((a, j) => env.transition(state, a, joint[j]))))
         : actions.map(() => null);
     } else {
-      steps = await this.timer.time('reward', () => Promise.all(actions.map((a) => env.step(state, a))));
-      rewards = steps.map((s) => (s as StepResult<S>).reward);
+      const all = await this.timer.time('reward', () => Promise.all(actions.map((a) => env.step(state, a))));
+      rewards = all.map((s) => s.reward);
+      steps = all;
       this.checkRewards(rewards, turn);
     }
     this.envStep += joints.length;
@@ -322,31 +336,22 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
     this.buffers[a] = [];
     const { advantage_mode: mode, advantage_normalization: normalize } = this.config;
     const agent = this.agents[a];
-    for (const group of groupByTurn(buffer, (s) => s.turn)) {
-      for (const minibatch of shuffledMinibatches(group.items, this.trainBatchSize, this.minibatchRng)) {
-        // loss = (1/|minibatch|) Σ_samples (1/K) Σ_k −A_k · Σ_t log π(token_t): fold both means into coef.
-        const rows: PolicyGradientRow[] = minibatch.flatMap((sample) => {
-          const adv = groupAdvantages(sample.returns, mode, normalize);
-          const kk = sample.completionIds.length;
-          return sample.completionIds.map((completionIds, c) => ({
-            promptIds: sample.promptIds,
-            completionIds,
-            coef: adv[c] / (kk * minibatch.length),
-          }));
-        });
-        const result = await this.timer.time('training', () =>
-          policyGradientStep(agent.model, this.optimizers[a], rows, {
-            maxGradNorm: this.config.max_grad_norm,
-            chunkSize: this.config.scoring_batch_size,
-            label: `MAGRPO agent ${a} ('${agent.name}'), turn ${group.turn + 1}`,
-          }),
-        );
-        this.optimizerSteps++;
-        const w = this.updateWindow[a];
-        w.steps++;
-        w.lossSum += result.loss;
-        w.gradNormSum += result.gradNorm;
-      }
+    // By turn group (ascending), each shuffled and cut into minibatches: the plan the actor-critic trainers use, one pass.
+    const plan = planMinibatches(buffer.map((s) => s.turn), { batchSize: this.trainBatchSize, epochs: 1, rng: this.minibatchRng });
+    for (const { turn, indices } of plan) {
+      const rows = minibatchRows(indices.map((i) => buffer[i]), mode, normalize);
+      const result = await this.timer.time('training', () =>
+        policyGradientStep(agent.model, this.optimizers[a], rows, {
+          maxGradNorm: this.config.max_grad_norm,
+          chunkSize: this.config.scoring_batch_size,
+          label: `MAGRPO agent ${a} ('${agent.name}'), turn ${turn + 1}`,
+        }),
+      );
+      this.optimizerSteps++;
+      const w = this.updateWindow[a];
+      w.steps++;
+      w.lossSum += result.loss;
+      w.gradNormSum += result.gradNorm;
     }
   }
 
