@@ -11,7 +11,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
-// examples/configs/tldr-magrpo.yaml and housebuild-magrpo.yaml as of commit ad4634b (copied so that
+// examples/configs/{tldr,housebuild,coophe}-magrpo.yaml as of commit ad4634b (copied so that
 // later changes to the example values do not move these literals).
 const TLDR_MAGRPO = `
 model: { agent_model: /path/to/Qwen3-1.7B, temperature: 0.7, top_p: 0.9, top_k: null, use_chat_template: false }
@@ -69,6 +69,49 @@ output: { dir: runs/housebuild-magrpo, save_steps: 20, save_final_model: false }
 seed: 42
 `;
 
+const COOPHE_MAGRPO = `
+model:
+  agent_model: /path/to/Qwen2.5-Coder-3B
+  temperature: 0.6
+  top_p: 0.6
+  top_k: null
+  use_chat_template: false
+dataset:
+  task: coophe
+  path: /path/to/CoopHumanEval.json
+  train_split: train[16:]
+  eval_split: train[:16]
+external:
+  mode: level_feedback
+  sandbox_slice: 1
+magrpo:
+  num_agents: 2
+  num_turns: 2
+  num_train_epochs: 8
+  agent_learning_rate: 2.0e-5
+  num_generations: 4
+  max_new_tokens: 256
+  discount: 1.0
+  joint_mode: aligned
+  early_termination_threshold: -0.2
+  rollout_buffer_size: 4
+  train_batch_size: 4
+  advantage_normalization: true
+  eval_interval: 4
+  eval_num_samples: 4
+  eval_batch_size: 1
+  logging_steps: 50
+reward_processor:
+  enabled: true
+  scale: 1.0
+  shift: -4.0
+output:
+  dir: runs/coophe-magrpo
+  save_steps: 200
+  save_final_model: true
+seed: 42
+`;
+
 describe('config hash (checkpoint identity) is unchanged', () => {
   const dir = mkdtempSync(join(tmpdir(), 'comlrl-hash-'));
   const load = (text: string, sets: string[] = []) => {
@@ -79,6 +122,9 @@ describe('config hash (checkpoint identity) is unchanged', () => {
   test('MAGRPO configs hash as before the refactor', () => {
     expect(runConfigHash(load(TLDR_MAGRPO))).toBe('b08f279828e8c604');
     expect(runConfigHash(load(HOUSE_MAGRPO))).toBe('45e36fcb8076ef9c');
+    // CoopHE: external options and the task's sandbox options (now parsed by the task's own spec).
+    expect(runConfigHash(load(COOPHE_MAGRPO))).toBe('213432adbb8f11b3');
+    expect(runConfigHash(load(COOPHE_MAGRPO, ['task.pool_size=2']))).not.toBe('213432adbb8f11b3');
     const toy = load(TLDR_MAGRPO, ['dataset.task=toy-coord', 'dataset.path=null', 'dataset.train_split=null', 'dataset.eval_split=null']);
     expect(runConfigHash(toy)).toBe('eebcf9867b2e5be0');
     rmSync(dir, { recursive: true, force: true });
