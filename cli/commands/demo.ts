@@ -146,21 +146,24 @@ export async function demoConfigDocument(opts: { trainer: TrainerName; steps?: n
   };
 }
 
+const isTrainerName = (s: string): s is TrainerName => TRAINER_NAMES.some((t) => t === s);
+const isBackendChoice = (s: string): s is BackendChoice => BACKEND_CHOICES.some((b) => b === s);
+
 /** `comlrl demo`. */
 export async function demoCommand(argv: readonly string[], ctx: CommandContext): Promise<number> {
   const args = commandArgs(argv, OPTIONS, 'demo', DEMO_USAGE, ctx.out);
   if (args === null) return 0;
   const trainer = stringOpt(args, 'trainer') ?? 'magrpo';
-  if (!(TRAINER_NAMES as readonly string[]).includes(trainer)) throw new UsageError(`--trainer must be one of ${TRAINER_NAMES.join(', ')}, got '${trainer}'`, 'demo');
+  if (!isTrainerName(trainer)) throw new UsageError(`--trainer must be one of ${TRAINER_NAMES.join(', ')}, got '${trainer}'`, 'demo');
   const backend = stringOpt(args, 'backend');
-  if (backend !== undefined && !(BACKEND_CHOICES as readonly string[]).includes(backend)) throw new UsageError(`--backend must be one of ${BACKEND_CHOICES.join(', ')}`, 'demo');
+  if (backend !== undefined && !isBackendChoice(backend)) throw new UsageError(`--backend must be one of ${BACKEND_CHOICES.join(', ')}`, 'demo');
   const steps = intOpt(args, 'steps', 'demo', 1);
   const seed = intOpt(args, 'seed', 'demo', 0) ?? 0;
   const stamp = new Date().toISOString().replace(/[-:]/g, '').replace('T', '-').slice(0, 15);
   const out = path.resolve(stringOpt(args, 'out') ?? path.join('runs', `demo-${trainer}-${stamp}`));
   const t0 = performance.now();
   ctx.err(`[comlrl demo] two tiny agents learn to agree on an answer (toy-coord), trainer ${trainer}`);
-  const doc = await demoConfigDocument({ trainer: trainer as TrainerName, ...(steps !== undefined ? { steps } : {}), seed, out, cache: cacheRoot(stringOpt(args, 'cache')), ...(backend ? { backend: backend as BackendChoice } : {}) });
+  const doc = await demoConfigDocument({ trainer, ...(steps !== undefined ? { steps } : {}), seed, out, cache: cacheRoot(stringOpt(args, 'cache')), ...(backend ? { backend } : {}) });
   const config = parseRunConfig(doc, TRAINER_CONFIG_SCHEMAS, 'demo');
   // Ctrl-C / SIGTERM stop the demo like `train`: at the next item, with a checkpoint to resume from.
   const interrupts = handleInterrupts(ctx.err, 'stopping after the current item and writing a checkpoint');
