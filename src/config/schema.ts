@@ -217,7 +217,7 @@ export type DatasetSection = z.output<typeof datasetSchema>;
 export type ExternalSection = z.output<typeof externalSchema>;
 /** The reward processor section (r' = r·scale + shift when enabled). */
 export type RewardProcessorSection = z.output<typeof rewardProcessorSchema>;
-/** Task options (HouseBuild, CoopHE sandbox). */
+/** The `task:` section after the selected task's own options schema (`{}` for a task without options). */
 export type TaskOptionsSection = Readonly<Record<string, unknown>>;
 /** The output section after defaults. */
 export type OutputSection = z.output<typeof outputSchema>;
@@ -338,7 +338,10 @@ export function zodIssues(error: z.ZodError, prefix = '', allowed?: (path: strin
  * Validates a parsed config document (plain object from YAML/JSON) and fills defaults.
  *
  * Rules beyond the schemas: exactly one trainer section; `model.agent_model` xor `model.agents`;
- * `model.critic_model` xor `model.critics`; `external.mode` must be one of the task's modes;
+ * `model.critic_model` xor `model.critics`; `dataset.task` must be a registered task (src/tasks:
+ * the folders under envs/ once `comlrl/envs` or the CLI has loaded); `external.mode` must be one of
+ * the task's modes, an `external` or `task:` key another task reads is an error naming that task,
+ * and the `task:` section is parsed by the task's own options schema;
  * sampling values in `model` fill trainer fields the trainer section leaves unset; the top-level
  * `seed` sets the trainer's `seed` (setting both to different values is an error).
  *
