@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
 import type { JointTransition } from '../src/buffer/replay.js';
 import { createCriticHead, headSpecFromHiddenDim, loadCriticHead, type CriticHead } from '../src/critic/heads.js';
+import { decentralizedCriticIds, globalInfoPrefixIds } from '../src/critic/inputs.js';
 import type { CriticLM } from '../src/critic/value-model.js';
 import type { Agent } from '../src/decpomdp/agent.js';
 import type { GlobalInfo, LLMDecPOMDP, ObservationRendering, StepResult } from '../src/decpomdp/types.js';
@@ -68,13 +69,32 @@ describe('actor-critic configs', () => {
       update_epochs: 1,
       use_importance_ratio: true,
       ratio_clip_range: 0.2,
-      use_global_info: false,
+      // The paper's choices (README "Differences"): m_t and the history for DC and CC alike,
+      // targets from the current critic, Q against a baseline, value clip on every critic.
+      use_global_info: true,
+      critic_history: 'full',
+      recompute_targets: true,
+      q_advantage: 'baseline',
+      value_clip_separate: true,
     });
     const cc = parseCoLLMCCConfig({});
-    expect(cc.use_global_info).toBe(true);
+    expect(cc).toMatchObject({ use_global_info: true, critic_history: 'full', recompute_targets: true, q_advantage: 'baseline', value_clip_range: 0.2, value_clip_separate: true });
     expect(cc.value_loss_coef).toBe(0.6);
-    expect(COLLM_CC_CONFIG_FIELDS).not.toContain('value_clip_range');
-    expect(parseCoLLMCCConfig({ ...comlrl136() })).toMatchObject({ update_epochs: 1, use_importance_ratio: false, ratio_clip_range: null, use_global_info: false });
+    expect(COLLM_CC_CONFIG_FIELDS).toContain('value_clip_range');
+    for (const parse of [parseCoLLMDCConfig, parseCoLLMCCConfig]) {
+      expect(parse({ ...comlrl136() })).toMatchObject({
+        update_epochs: 1,
+        use_importance_ratio: false,
+        ratio_clip_range: null,
+        use_global_info: false,
+        critic_history: 'current',
+        recompute_targets: false,
+        q_advantage: 'td',
+        value_clip_separate: false,
+      });
+    }
+    // The shared head keeps CoMLRL's value clip under comlrl136 (it only ever applied there).
+    expect(parseCoLLMDCConfig({ ...comlrl136() }).value_clip_range).toBe(0.2);
   });
 
   it('rejects out-of-range values naming the field (CoMLRL constraint tests)', () => {
@@ -321,14 +341,43 @@ describe('TD targets on scripted rewards with fixed critic values', () => {
       [-0.4, -0.3, 0.3].forEach((want, t) => expect(trs[t].agents[1].target).toBeCloseTo(want, 12));
       expect(trs.map((t) => t.agents[1].value)).toEqual([-1, -1, -1]);
       expect(trs.every((t) => t.joint === null)).toBe(true);
-      // Agent 0's critic input holds only agent 0's history: its observation, never agent 1's.
+      // Agent 1's critic input holds agent 1's observation ('partner …'); agent 0's only its own
+      // history: its observations ('cue red'), never agent 1's.
       const tok = separate ? critics[0].tokenizer : agents[0].tokenizer;
       const partner = tok.encode('partner', { addSpecialTokens: false })[0];
-      for (const t of trs) {
-        expect(t.agents[0].criticIds).not.toContain(partner);
-        expect(t.agents[1].criticIds).toContain(partner);
+      for (const t of trs) expect(t.agents[1].criticIds).toContain(partner);
+      const ownActions = trs.map((t) => t.agents[0].completionIds);
+      const isSub = (hay: readonly number[], needle: readonly number[]) => hay.some((_, i) => needle.every((x, j) => hay[i + j] === x));
+      if (!separate) {
+        // Shared head: m_t block, then each earlier turn's prompt + completion ids, then the prompt.
+        const a = trs.map((t) => t.agents[0]);
+        const m = (t: number) => globalInfoPrefixIds(agents[0].tokenizer, trs[t].globalInfo);
+        expect(a[0].criticIds).toEqual([...m(0), ...a[0].promptIds]);
+        expect(a[2].criticIds).toEqual([...m(2), ...a[0].promptIds, ...ownActions[0], ...a[1].promptIds, ...ownActions[1], ...a[2].promptIds]);
+        // The next-step input is the next transition's input; none after the last step.
+        expect(a[0].nextCriticIds).toEqual(a[1].criticIds);
+        expect(a[2].nextCriticIds).toBeNull();
+      } else {
+        // Separate critic: the text layout with its turn history (src/critic/inputs.ts).
+        const want = decentralizedCriticIds(critics[0].tokenizer, {
+          prompt: trs[2].agents[0].observation,
+          globalInfo: trs[2].globalInfo,
+          history: [0, 1].map((t) => ({ observation: trs[t].agents[0].observation, action: trs[t].agents[0].action })),
+        });
+        expect(trs[2].agents[0].criticIds).toEqual(want);
+        expect(isSub(trs[2].agents[0].criticIds, critics[0].tokenizer.encode('[Turn 2]', { addSpecialTokens: false }))).toBe(true);
+        // comlrl136: the current observation only, no m_t (CoMLRL 1.3.6).
+        const old = new CoLLMDCTrainer({
+          agents,
+          critics: [critics[0], critics[1]],
+          env: new ScriptedEnv([0.1, 0.2, 0.3]),
+          trainTasks: tasks,
+          config: { ...fast, ...comlrl136(), num_turns: 3, early_termination_threshold: null },
+        });
+        const otrs = await old.rollout(tasks[2]);
+        for (const t of otrs) expect(t.agents[0].criticIds).toEqual(critics[0].tokenizer.encode(t.agents[0].observation));
+        old.dispose();
       }
-      if (!separate) expect(trs[0].agents[0].criticIds).toEqual(trs[0].agents[0].promptIds);
       trainer.dispose();
     }
   });
@@ -378,7 +427,14 @@ describe("an env's prompt rendering", () => {
     const cc = new CoLLMCCTrainer({ agents: chatAgents, critic: critics[2], env, trainTasks: tasks, config });
     const dcSeparate = new CoLLMDCTrainer({ agents: chatAgents, critics: [critics[0], critics[1]], env, trainTasks: tasks, config });
     // A shared head reads the actor's prompt ids: its critic input shows the rendering too.
-    const dcShared = new CoLLMDCTrainer({ agents: chatAgents, env, trainTasks: tasks, evalTasks: [tasks[0]], config: { ...config, use_separate_critic: false } });
+    // (no m_t and no history here, so its critic input is exactly the actor's prompt ids)
+    const dcShared = new CoLLMDCTrainer({
+      agents: chatAgents,
+      env,
+      trainTasks: tasks,
+      evalTasks: [tasks[0]],
+      config: { ...config, use_separate_critic: false, use_global_info: false, critic_history: 'current' },
+    });
     for (const trainer of [cc, dcSeparate, dcShared]) {
       const trs = await trainer.rollout(tasks[0]);
       expect(trs.map((t) => t.turn)).toEqual([0, 1]);
