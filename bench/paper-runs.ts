@@ -51,7 +51,7 @@ export interface PaperRunResult {
   readonly curve: number[];
   /** Completions generated per agent in training. */
   readonly completionsPerAgent: number;
-  /** Explained variance of the critic for its targets at each flush, averaged over turns (actor-critic only). */
+  /** Explained variance of the critic's values for the last turn's targets (the reward) at each flush (actor-critic only). */
   readonly explainedVariance: number[];
   /** Wall time of the run, seconds. */
   readonly seconds: number;
@@ -59,7 +59,8 @@ export interface PaperRunResult {
 
 const TRAIN_TASKS = hiddenCueTasks(16, 'hc-train');
 const EVAL_TASKS = hiddenCueTasks(16, 'hc-eval');
-const ACTOR_LR = 5e-3;
+const ACTOR_LR = Number(process.env.PAPER_ALR ?? 5e-3);
+const CRITIC_SIZE = { hiddenSize: Number(process.env.PAPER_CH ?? 32), numLayers: Number(process.env.PAPER_CL ?? 1) };
 
 /** Completions per agent of a MAGRPO tree with K samples per node over H turns. */
 function treeCompletions(k: number, h: number): number {
@@ -68,9 +69,15 @@ function treeCompletions(k: number, h: number): number {
   return total;
 }
 
-async function tinyLM(dir: string, name: string, seed: number, words: readonly string[]): Promise<{ model: Awaited<ReturnType<typeof loadCausalLM>>; tokenizer: Awaited<ReturnType<typeof loadTokenizer>> }> {
+async function tinyLM(
+  dir: string,
+  name: string,
+  seed: number,
+  words: readonly string[],
+  size: { hiddenSize: number; numLayers: number } = { hiddenSize: 32, numLayers: 1 },
+): Promise<{ model: Awaited<ReturnType<typeof loadCausalLM>>; tokenizer: Awaited<ReturnType<typeof loadTokenizer>> }> {
   const d = join(dir, name);
-  await createTinyModel({ dir: d, arch: 'qwen3', seed, tokenizer: 'word', words: [...words], hiddenSize: 32, numLayers: 1 });
+  await createTinyModel({ dir: d, arch: 'qwen3', seed, tokenizer: 'word', words: [...words], ...size });
   return { model: await loadCausalLM(d), tokenizer: await loadTokenizer(d) };
 }
 
@@ -91,8 +98,9 @@ export async function paperRun(opts: PaperRunOptions): Promise<PaperRunResult> {
     const logger = {
       log: (_step: number, m: Record<string, number>) => {
         if (m[finalKey] !== undefined) curve.push(m[finalKey]);
-        const evs = Object.entries(m).filter(([k]) => /^turn_\d+\/explained_variance$/.test(k));
-        if (evs.length > 0) ev.push(evs.reduce((a, [, v]) => a + v, 0) / evs.length);
+        // The last turn's: the critic's fit of the reward itself (earlier turns regress to bootstraps).
+        const e = m[`turn_${horizon}/explained_variance`];
+        if (e !== undefined) ev.push(e);
       },
     };
     const shared = {
@@ -134,9 +142,10 @@ export async function paperRun(opts: PaperRunOptions): Promise<PaperRunResult> {
       rollout_buffer_size: TRAIN_TASKS.length * horizon, // one flush per epoch
       update_epochs: 2,
       ...(opts.acConfig ?? {}),
+      ...(process.env.PAPER_AC ? (JSON.parse(process.env.PAPER_AC) as Record<string, unknown>) : {}),
     };
     const critic = async (i: number) => {
-      const lm = await tinyLM(dir, `${tag}-c${i}`, 1000 * seed + 10 + i, criticWords);
+      const lm = await tinyLM(dir, `${tag}-c${i}`, 1000 * seed + 10 + i, criticWords, CRITIC_SIZE);
       const c: CriticLM = { name: `${tag}-c${i}`, ...lm };
       critics.push(c);
       return c;

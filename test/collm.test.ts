@@ -29,6 +29,7 @@ import { CoLLMCCTrainer } from '../trainers/collm-cc.js';
 import { CoLLMDCTrainer } from '../trainers/collm-dc.js';
 import { actorObjective, actorStep, behaviourLogProbs, type ActorRow } from '../trainers/common/actor-critic.js';
 import { encodePrompt } from '../trainers/common/generation.js';
+import { bootstrapTargets, estimates } from '../trainers/common/ac-run.js';
 import { ACTOR_CRITIC_PRESET_NAMES, actorCriticPreset } from '../trainers/presets.js';
 import { disposeCritics, toyCritics } from './collm-helpers.js';
 import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
@@ -129,7 +130,8 @@ describe('actor-critic configs', () => {
       expect(cfg.ratio_clip_range).toBe(0.2);
     }
     const hb = actorCriticPreset('housebuild-dc');
-    expect(parseCoLLMDCConfig(hb.config)).toMatchObject({ num_turns: 4, num_train_epochs: 150, max_new_tokens: 512, value_clip_range: 0.05, rollout_buffer_size: 1 });
+    expect(parseCoLLMDCConfig(hb.config)).toMatchObject({ num_turns: 4, num_train_epochs: 120, critic_learning_rate: 3e-6, max_new_tokens: 512, value_clip_range: 0.05, rollout_buffer_size: 1 });
+    expect(parseCoLLMCCConfig(actorCriticPreset('housebuild-cc').config)).toMatchObject({ num_train_epochs: 120, critic_learning_rate: 3e-6, value_clip_range: 0.05 });
     expect(hb.rewardProcessor.shift).toBe(-1);
     expect(() => actorCriticPreset('nope')).toThrow(/unknown actor-critic preset 'nope'/);
   });
@@ -522,6 +524,113 @@ describe('importance ratio over update epochs', () => {
     }
     console.log(`max |log ρ| after 6 epochs: clip 0.2 → ${drift[0].toFixed(3)}, no clip → ${drift[1].toFixed(3)}`);
     expect(drift[0]).toBeLessThan(drift[1]);
+  });
+});
+
+describe('the paper-aligned update (README "Differences" 5)', () => {
+  const cfg3 = { ...fast, num_turns: 3, discount: 0.5, early_termination_threshold: null, critic_learning_rate: 0 } as const;
+
+  it('targets from the current critic: each update epoch recomputes V(h), V(h′), y and δ (recompute_targets)', async () => {
+    for (const recompute of [true, false]) {
+      const head = constantHead(critics[2].model.hiddenSize, 0.5);
+      const trainer = new CoLLMCCTrainer({
+        agents,
+        critic: critics[2],
+        criticHead: head,
+        env: new ScriptedEnv([0.1, 0.2, 0.3]),
+        trainTasks: tasks,
+        config: { ...cfg3, update_epochs: 2, recompute_targets: recompute },
+      });
+      const trs = await trainer.rollout(tasks[0]);
+      // The critic moves after the rollout (as a previous flush would move it): V ≡ 0.8 now.
+      tf.tidy(() => head.trainableVariables()[1].assign(tf.tensor1d([0.8])));
+      const calls: number[] = [];
+      const predict = trainer.critic.predict.bind(trainer.critic);
+      trainer.critic.predict = async (rows, bs) => {
+        calls.push(rows.length);
+        return predict(rows, bs);
+      };
+      const m = await trainer.updateFrom(trs);
+      if (recompute) {
+        // y = [0.1 + 0.5·0.8, 0.2 + 0.5·0.8, 0.3], δ = y − 0.8 = [−0.3, −0.2, −0.5]
+        expect(m['turn_1/td_error_mean']).toBeCloseTo(-0.3, 6);
+        expect(m['turn_2/td_error_mean']).toBeCloseTo(-0.2, 6);
+        expect(m['turn_3/td_error_mean']).toBeCloseTo(-0.5, 6);
+        expect(m['turn_1/value_pred_mean']).toBeCloseTo(0.8, 6);
+        expect(calls.length).toBe(2); // once per update epoch
+      } else {
+        // The rollout-time values (0.5): δ = [0.35, 0.45, 0.3] − 0.5.
+        expect(m['turn_1/td_error_mean']).toBeCloseTo(-0.15, 6);
+        expect(m['turn_3/td_error_mean']).toBeCloseTo(-0.2, 6);
+        expect(calls.length).toBe(0);
+      }
+      trainer.dispose();
+    }
+  });
+
+  it('value clip on every critic: once the critic has moved past ±c toward its target, its gradient is zero (value_clip_range)', async () => {
+    // Single turn, reward 1, two update epochs: the first epoch's step moves V (≈ 0) far toward y = 1,
+    // beyond a clip of 1e-6 around its value at the flush's start; in the second epoch the clipped
+    // branch of max((y − v)², (y − v_clip)²) is the larger and has no gradient.
+    const norms: number[][] = [];
+    for (const variant of [{ value_clip_range: 1e-6 }, { value_clip_range: null }, { value_clip_range: 1e-6, value_clip_separate: false }]) {
+      const c = { model: await loadCausalLM(join(dir, 'cc')), tokenizer: await loadTokenizer(join(dir, 'cc')) };
+      const trainer = new CoLLMCCTrainer({
+        agents,
+        critic: c,
+        env: new ScriptedEnv([1]),
+        trainTasks: tasks,
+        config: { ...fast, num_turns: 1, update_epochs: 2, agent_learning_rate: 0, critic_learning_rate: 3e-3, ...variant },
+      });
+      const trs: JointTransition[] = [];
+      for (const task of tasks) trs.push(...(await trainer.rollout(task)));
+      const seen: number[] = [];
+      // The gradient norm of each critic step, read where the optimizer receives it.
+      const opt = trainer.criticOptimizer;
+      const step = opt.step.bind(opt);
+      opt.step = (grads) => {
+        const gs = Object.values(grads).filter((g): g is tf.Tensor => g instanceof tf.Tensor);
+        seen.push(Math.sqrt(tf.tidy(() => gs.reduce((a, g) => a + tf.sum(tf.square(g)).dataSync()[0], 0))));
+        step(grads);
+      };
+      const ids = trs.map((t) => [...(t.joint?.criticIds ?? [])]);
+      const before = await trainer.critic.predict(ids);
+      await trainer.updateFrom(trs);
+      const after = await trainer.critic.predict(ids);
+      expect(Math.min(...after.map((v, j) => v - before[j]))).toBeGreaterThan(1e-3); // moved toward y = 1
+      norms.push(seen);
+      trainer.dispose();
+      c.model.dispose();
+    }
+    console.log(`critic gradient norm per update epoch: clip 1e-6 → ${norms[0].map((x) => x.toFixed(4))}, no clip → ${norms[1].map((x) => x.toFixed(4))}, comlrl136's shared-head-only clip → ${norms[2].map((x) => x.toFixed(4))}`);
+    expect(norms[0][1]).toBe(0);
+    expect(norms[1][1]).toBeGreaterThan(0);
+    expect(norms[2][1]).toBeGreaterThan(0);
+  });
+
+  it('Q advantage: against the turn group\'s mean Q it keeps the signal that the TD error loses once Q fits (q_advantage)', () => {
+    // One state, two actions with rewards 1 and 0 (last turn: y = r), Q fitted exactly: Q = [1, 0].
+    const trs = [1, 0].map((reward) => ({ turn: 0, reward }) as unknown as JointTransition);
+    const q = [1, 0];
+    const targets = bootstrapTargets(trs, [null, null], 0.9);
+    expect(targets).toEqual([1, 0]);
+    const td = estimates(trs, q, targets, { normalize: false, qBaseline: false });
+    expect(td.advantages).toEqual([0, 0]); // δ = r − Q = 0: no gradient at all
+    const base = estimates(trs, q, targets, { normalize: false, qBaseline: true });
+    expect(base.advantages).toEqual([0.5, -0.5]); // Q − mean Q: the better action is pushed up
+    expect(estimates(trs, q, targets, { normalize: true, qBaseline: true }).advantages).toEqual([1, -1]);
+  });
+
+  it('a snapshot whose buffer holds transitions of the old layout is refused with a clear message', async () => {
+    const trainer = new CoLLMCCTrainer({ agents, critic: critics[2], env: new ScriptedEnv([0.1, 0.2]), trainTasks: tasks, config: { ...fast, num_turns: 2, rollout_buffer_size: 3 } });
+    await trainer.train({ maxItems: 2 });
+    const state = structuredClone(trainer.exportState());
+    expect(state.extra.buffer.length).toBeGreaterThan(0);
+    const { transitionFormat: _, ...old } = state.extra;
+    expect(() => trainer.importState({ ...state, extra: old })).toThrow(/older layout \(format 1, this version needs 2/);
+    // An old snapshot taken at a flush (empty buffer) still resumes.
+    expect(() => trainer.importState({ ...state, extra: { ...old, buffer: [] } })).not.toThrow();
+    trainer.dispose();
   });
 });
 

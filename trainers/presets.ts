@@ -1,8 +1,12 @@
 /**
  * Named presets of the CoLLM paper's actor-critic runs: TLDR, CoopHE and HouseBuild, each for
  * CoLLM-DC and CoLLM-CC. The numbers are the experiment repositories' configs the paper was run
- * with (`tasks-reference.md` §1.6, §2.6, §3.5: iac_* → DC, maac_* → CC), with comlrl's
- * paper-aligned options at their defaults (ratio with clip 0.2, m_t for the CC critic).
+ * with (`tasks-reference.md` §1.6, §2.6, §3.5: iac_* → DC, maac_* → CC), except where the paper's
+ * Appendix C table differs, which they follow (marked `paper App. C`): critic learning rate 3e-6,
+ * HouseBuild 120 epochs, and the "advantage clip" (`value_clip_range`: 0.2 / 0.2 / 0.05) for CC
+ * as well as DC. The paper-aligned options keep their defaults (m_t and history for every
+ * critic, targets from the current critic). examples/configs/*.yaml carry the same values with a
+ * source comment per field.
  *
  * A preset is only the trainer config plus what the scripts set around it (models, reward
  * shift, data splits); examples combine it with an environment:
@@ -54,7 +58,7 @@ const tldrShared = {
   num_turns: 1,
   num_train_epochs: 20,
   agent_learning_rate: 5e-6,
-  critic_learning_rate: 5e-6,
+  critic_learning_rate: 3e-6, // paper App. C (the experiment config: 5e-6)
   num_generations: 1,
   max_new_tokens: 256,
   temperature: 0.7,
@@ -63,6 +67,7 @@ const tldrShared = {
   rollout_buffer_size: 4,
   train_batch_size: 4,
   value_loss_coef: 0.6,
+  critic_max_length: 2048, // the experiment configs' max_length: the critic's input budget (history)
   discount: 0.9,
   eval_interval: 20,
   eval_num_samples: 4,
@@ -76,7 +81,7 @@ const coopheShared = {
   num_turns: 2,
   num_train_epochs: 80,
   agent_learning_rate: 5e-6,
-  critic_learning_rate: 5e-6,
+  critic_learning_rate: 3e-6, // paper App. C (the experiment config: 5e-6)
   num_generations: 1,
   max_new_tokens: 256,
   temperature: 0.6,
@@ -87,6 +92,7 @@ const coopheShared = {
   rollout_buffer_size: 4,
   train_batch_size: 4,
   value_loss_coef: 0.6,
+  critic_max_length: 2048, // the experiment configs' max_length: the critic's input budget (history)
   eval_interval: 40,
   eval_num_samples: 4,
   eval_batch_size: 1,
@@ -98,9 +104,9 @@ const coopheShared = {
 const houseShared = {
   num_agents: 2,
   num_turns: 4,
-  num_train_epochs: 150,
+  num_train_epochs: 120, // paper App. C (the experiment config: 150)
   agent_learning_rate: 5e-6,
-  critic_learning_rate: 5e-6,
+  critic_learning_rate: 3e-6, // paper App. C (the experiment config: 5e-6)
   num_generations: 1,
   max_new_tokens: 512,
   temperature: 0.6,
@@ -111,6 +117,7 @@ const houseShared = {
   rollout_buffer_size: 1,
   train_batch_size: 1,
   value_loss_coef: 0.6,
+  critic_max_length: 2048, // the experiment configs' max_length: the critic's input budget (history)
   eval_interval: 10,
   eval_num_samples: 2,
   eval_batch_size: 1,
@@ -137,7 +144,7 @@ const PRESETS: Record<string, ActorCriticPreset> = {
     criticModel: 'Qwen/Qwen3-1.7B',
     rewardProcessor: { scale: 1, shift: 0 },
     splits: { train: 'train[:1100]', eval: 'test[:1100]' },
-    config: { ...tldrShared, critic_type: 'v' },
+    config: { ...tldrShared, critic_type: 'v', value_clip_range: 0.2 }, // clip: paper App. C advantage clip
     notes: 'maac_tldr config; discount is the script default 0.9.',
   },
   'coophe-dc': {
@@ -159,7 +166,7 @@ const PRESETS: Record<string, ActorCriticPreset> = {
     criticModel: 'Qwen/Qwen2.5-Coder-3B',
     rewardProcessor: { scale: 1, shift: -4 },
     splits: { train: 'train[16:]', eval: 'train[:16]' },
-    config: { ...coopheShared, critic_type: 'v' },
+    config: { ...coopheShared, critic_type: 'v', value_clip_range: 0.2 }, // clip: paper App. C advantage clip
     notes: 'maac_che config; reward shift −4 via maac.reward_shift.',
   },
   'housebuild-dc': {
@@ -181,7 +188,7 @@ const PRESETS: Record<string, ActorCriticPreset> = {
     criticModel: 'Qwen/Qwen3-4B-Instruct-2507',
     rewardProcessor: { scale: 1, shift: -1 },
     splits: { train: '[:8]', eval: '[8:]' },
-    config: { ...houseShared, critic_type: 'v' },
+    config: { ...houseShared, critic_type: 'v', value_clip_range: 0.05 }, // clip: paper App. C advantage clip
     notes: 'maac HouseBuild config (bf16, chat template on); threshold 0.0 never fires since processed rewards are <= 0.',
   },
 };

@@ -1,6 +1,6 @@
 /**
  * Hidden-cue: a two-agent toy task family with real partial observability and a controllable
- * horizon, small enough for tiny random-init models (word-level vocabulary of 12 words).
+ * horizon, small enough for tiny random-init models (word-level vocabulary of 9 words).
  *
  * Each task deals a private cue to each agent: c_0, c_1 ∈ {red, blue}, drawn independently. Agent i
  * sees only its own cue (`cue red`); from turn 2 on it also sees the word its partner said on the
@@ -35,17 +35,13 @@ export const hiddenCueAnswers: Readonly<Record<HiddenCue, readonly [string, stri
   blue: ['sky', 'sea'],
 };
 
-/** Every word of prompts and answers (12), for a word-level tiny tokenizer. */
+/** Every word of prompts and answers (9), for a word-level tiny tokenizer. */
 export const hiddenCueWords: readonly string[] = [
   'cue',
   'partner',
   'none',
   ...hiddenCueCues,
   ...hiddenCueCues.flatMap((c) => hiddenCueAnswers[c]),
-  // Distractors, so that a random policy rarely answers.
-  'stone',
-  'wind',
-  'salt',
 ];
 
 /** One task: the two private cues. */
@@ -77,11 +73,11 @@ export function hiddenCueScore(cues: readonly [HiddenCue, HiddenCue], words: rea
 }
 
 /**
- * Expected score of a uniform random policy over the W = 12 words: each agent answers its cue with
- * probability 2/W, and both pick the same slot with probability 2/W² (one of two slots each, 1/W
- * per word): E = 2·0.25·2/12 + 0.5·2/144 = 1/12 + 1/144 = 13/144 ≈ 0.0903.
+ * Expected score of a uniform random policy over the W = 9 words: each agent answers its cue with
+ * probability 2/W, and both answer in the same slot with probability 2/W² (two slots, 1/W per word
+ * and agent): E = 2·0.25·2/9 + 0.5·2/81 = 1/9 + 1/81 = 10/81 ≈ 0.1235.
  */
-export const hiddenCueRandomBaseline = 13 / 144;
+export const hiddenCueRandomBaseline = 10 / 81;
 
 /** Options of {@link HiddenCueEnv}. */
 export interface HiddenCueOptions {
