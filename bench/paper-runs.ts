@@ -8,7 +8,9 @@
  * nucleus/top-k, no early termination, γ = 0.9, actor learning rate 5e-3, 16 training tasks (each
  * cue pair four times), 16 eval tasks evaluated (sampled, not greedy) before every epoch and once
  * at the end. Actor-critic: one sample per agent per turn, one buffer flush per epoch (16
- * episodes), 2 update epochs, critic learning rate 1e-2 (0 for the frozen-critic control).
+ * episodes) in minibatches of 4, 2 update epochs, critic learning rate 1e-2 (0 for the
+ * frozen-critic control), the first 6 epochs a critic warm-up (only the critics learn); critics
+ * are tiny qwen3 checkpoints of hidden 64 and 2 layers (they read the joint history).
  * MAGRPO: K = 2 samples per node, a K-ary tree of K·(K^H − 1)/(K − 1) completions per agent and
  * task, buffer of 8 tasks.
  */
@@ -59,8 +61,9 @@ export interface PaperRunResult {
 
 const TRAIN_TASKS = hiddenCueTasks(16, 'hc-train');
 const EVAL_TASKS = hiddenCueTasks(16, 'hc-eval');
-const ACTOR_LR = Number(process.env.PAPER_ALR ?? 5e-3);
-const CRITIC_SIZE = { hiddenSize: Number(process.env.PAPER_CH ?? 32), numLayers: Number(process.env.PAPER_CL ?? 1) };
+const ACTOR_LR = 5e-3;
+/** Critics are a little larger than the actors: they must read the joint history. */
+const CRITIC_SIZE = { hiddenSize: 64, numLayers: 2 };
 
 /** Completions per agent of a MAGRPO tree with K samples per node over H turns. */
 function treeCompletions(k: number, h: number): number {
@@ -140,9 +143,11 @@ export async function paperRun(opts: PaperRunOptions): Promise<PaperRunResult> {
       num_train_epochs: epochs,
       critic_learning_rate: opts.frozenCritic ? 0 : 1e-2,
       rollout_buffer_size: TRAIN_TASKS.length * horizon, // one flush per epoch
+      train_batch_size: 4,
       update_epochs: 2,
+      // The first 6 epochs train only the critic(s), on the initial policies' episodes.
+      critic_warmup_items: 6 * TRAIN_TASKS.length,
       ...(opts.acConfig ?? {}),
-      ...(process.env.PAPER_AC ? (JSON.parse(process.env.PAPER_AC) as Record<string, unknown>) : {}),
     };
     const critic = async (i: number) => {
       const lm = await tinyLM(dir, `${tag}-c${i}`, 1000 * seed + 10 + i, criticWords, CRITIC_SIZE);
