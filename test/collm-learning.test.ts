@@ -4,7 +4,7 @@
  * Task: hidden-cue, sparse, H = 2 (envs/hidden-cue): each agent sees only its own cue; the first
  * turn's words are scored, and the score is paid only at the end of turn 2 — so the first turn's
  * actions get credit only through the critic's V(h_2) → V(h_1) bootstrap. Run: bench/paper-runs.ts
- * (tiny word-level qwen3 actors, hidden 32 / 1 layer; critic hidden 64 / 2 layers; 24 epochs of 16
+ * (tiny word-level qwen3 actors, hidden 32 / 1 layer; critic hidden 64 / 2 layers; 18 epochs of 16
  * episodes, the first 6 a critic warm-up).
  *
  * The mutation: the same runs with the critic frozen at its random init (critic learning rate 0).
@@ -13,12 +13,13 @@
  *
  * Measured on wasm (final = mean of the last 3 evals of 16 tasks; the untrained policies score
  * 0.03–0.09, uniform random words 0.12):
- *   seed 1: learning 0.135, frozen 0.135
- *   seed 2: learning 0.354, frozen 0.016
- *   seed 3: learning 0.250, frozen 0.042
- *   mean:   learning 0.246, frozen 0.064
- * The bar, a mean over the three seeds of ≥ 0.15, sits 0.096 below the learning runs and 0.086
- * above the frozen ones. One seed (1) does not separate: that is why the bar is on the mean.
+ *   seed 1: learning 0.150, frozen 0.133
+ *   seed 2: learning 0.243, frozen 0.063
+ *   seed 3: learning 0.200, frozen 0.017
+ *   mean:   learning 0.198, frozen 0.071
+ * The bar, a mean over the three seeds of ≥ 0.135, sits 0.063 below the learning runs and 0.064
+ * above the frozen ones. Seed 1 barely separates on its own (after 24 epochs it does not: 0.135
+ * both): that is why the bar is on the mean over seeds.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
@@ -27,8 +28,8 @@ import { tempDir } from './magrpo-helpers.js';
 import { backendUnderTest } from './backend-under-test.js';
 
 const SEEDS = [1, 2, 3];
-const BAR = 0.15;
-const EPOCHS = 24;
+const BAR = 0.135;
+const EPOCHS = 18;
 
 let dir: string;
 let cleanup: () => Promise<void>;
