@@ -4,12 +4,13 @@
  * agent, each reading only its own agent's history — so it never sees the partner's cue, which
  * the reward depends on.
  *
- * Measured on wasm (final = mean of the last 3 evals):
- *   seed 1: learning 0.115, frozen 0.026
- *   seed 2: learning 0.135, frozen 0.021
- *   mean:   learning 0.125, frozen 0.024
- * The bar, a mean over both seeds of ≥ 0.075, sits 0.05 below the learning runs and 0.05 above the
- * frozen ones (each seed separates on its own too).
+ * Measured on wasm after 20 epochs (final = mean of the last 3 evals):
+ *   seed 1: learning 0.077, frozen 0.027
+ *   seed 2: learning 0.120, frozen 0.037
+ *   mean:   learning 0.098, frozen 0.032
+ * The bar, a mean over both seeds of ≥ 0.065, sits 0.033 below the learning runs and 0.033 above
+ * the frozen ones (each seed separates on its own too). After 24 epochs the gap is wider (0.125
+ * against 0.024) but the file then runs past 6 minutes on a loaded 2-core machine.
  */
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
@@ -18,8 +19,8 @@ import { tempDir } from './magrpo-helpers.js';
 import { backendUnderTest } from './backend-under-test.js';
 
 const SEEDS = [1, 2];
-const BAR = 0.075;
-const EPOCHS = 24;
+const BAR = 0.065;
+const EPOCHS = 20;
 
 let dir: string;
 let cleanup: () => Promise<void>;
@@ -47,9 +48,9 @@ const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.lengt
 test(`CoLLM-DC learns the sparse 2-turn hidden-cue task: mean final eval reward over seeds ${SEEDS.join(', ')} ≥ ${BAR}`, async () => {
   const f = await finals(false);
   expect(mean(f)).toBeGreaterThanOrEqual(BAR);
-}, 400_000);
+}, 900_000);
 
 test(`mutation: with the critics frozen the same runs stay below the bar (mean < ${BAR})`, async () => {
   const f = await finals(true);
   expect(mean(f)).toBeLessThan(BAR);
-}, 400_000);
+}, 900_000);
