@@ -311,11 +311,12 @@ export class CoLLMCCTrainer<T, S> extends TrainerBase<T, S, CoLLMCCConfig> {
     }
 
     const warmup: MetricRecord = actorsFrozen ? { critic_warmup: 1 } : {};
-    const estimatesOfFirst = first as CriticEstimates;
+    // Every agent's record shows the one critic's estimates at the flush's start.
+    const atStart = first as CriticEstimates;
     this.run.lastUpdate = {
       ...metrics.record(
         transitions,
-        agents.map(() => estimatesOfFirst),
+        agents.map(() => atStart),
       ),
       ...this.run.userRolloutMetrics(transitions),
       ...warmup,
