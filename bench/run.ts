@@ -1,7 +1,8 @@
 /**
  * `npm run bench`: prints comlrl's figures and, where /usr/bin/python3 has torch, the PyTorch CPU
  * baseline (../shared/reference/torch_bench.py, or $COMLRL_TORCH_BENCH) on the same checkpoint,
- * in the same run, with the ratios. Sections: model, rewards, CoopHE, MAGRPO step, CoLLM-CC item.
+ * in the same run, with the ratios. Sections: model, rewards, CoopHE, MAGRPO step, CoLLM-CC item;
+ * long ones only when named: `paper` (the CoLLM comparison in miniature, bench/paper.ts), `configs`, `memory`.
  * The backend-dependent sections (model, magrpo, collm) run once per backend — wasm, and
  * tensorflow when it is set up (or the list in $COMLRL_BENCH_BACKENDS) — each in a fresh child
  * process, and print one column per backend.
@@ -20,6 +21,7 @@ import { benchMagrpoStep } from './magrpo.js';
 import { benchExampleConfigs, printConfigTable } from './configs.js';
 import { benchMemory, printMemoryTable } from './memory.js';
 import { benchCollmCCItem } from './collm.js';
+import { benchPaper, paperWorker } from './paper.js';
 
 type Figures = Record<string, number>;
 
@@ -139,9 +141,14 @@ function sideBySide(title: string, keys: readonly string[], runs: Map<BackendNam
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv[0] === '--child') return child(argv[1] as ChildSection, argv[2]);
+  if (argv[0] === '--paper-worker') return paperWorker(JSON.parse(argv[1]) as Parameters<typeof paperWorker>[0]);
   const only = new Set(argv);
   const want = (name: string): boolean => only.size === 0 || only.has(name);
   // Long runs (minutes): only when named.
+  if (only.has('paper')) {
+    await benchPaper();
+    if (only.size === 1) return;
+  }
   if (only.has('configs')) printConfigTable(await benchExampleConfigs());
   if (only.has('memory')) {
     const like = process.env.COMLRL_BENCH_LIKE === 'qwen3-1.7b' ? 'qwen3-1.7b' : 'qwen3-0.6b';

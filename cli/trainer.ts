@@ -16,7 +16,7 @@ import { loadTokenizer } from '../src/tokenizer/load.js';
 import { createRng } from '../src/util/rng.js';
 import { CoLLMCCTrainer } from '../trainers/collm-cc.js';
 import { CoLLMDCTrainer } from '../trainers/collm-dc.js';
-import type { ActorCriticStateExtra } from '../trainers/common/ac-trainer.js';
+import type { ActorCriticStateExtra } from '../trainers/common/ac-run.js';
 import type { EvalEpisode } from '../trainers/common/eval.js';
 import type { MetricRecord, MetricsSink } from '../trainers/common/metrics.js';
 import { parseTrainerState, type DatasetCursor, type TrainerState } from '../trainers/common/state.js';

@@ -36,6 +36,7 @@ function transition(episode: number, turn: number, agents = 2): JointTransition 
       behaviourLogProb: -1,
       policyVersion: 0,
       criticIds: [i],
+      nextCriticIds: null,
       value: 0,
       target: 0,
       return: 0,

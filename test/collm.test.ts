@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
 import type { JointTransition } from '../src/buffer/replay.js';
 import { createCriticHead, headSpecFromHiddenDim, loadCriticHead, type CriticHead } from '../src/critic/heads.js';
+import { decentralizedCriticIds, globalInfoPrefixIds } from '../src/critic/inputs.js';
 import type { CriticLM } from '../src/critic/value-model.js';
 import type { Agent } from '../src/decpomdp/agent.js';
 import type { GlobalInfo, LLMDecPOMDP, ObservationRendering, StepResult } from '../src/decpomdp/types.js';
@@ -28,6 +29,7 @@ import { CoLLMCCTrainer } from '../trainers/collm-cc.js';
 import { CoLLMDCTrainer } from '../trainers/collm-dc.js';
 import { actorObjective, actorStep, behaviourLogProbs, type ActorRow } from '../trainers/common/actor-critic.js';
 import { encodePrompt } from '../trainers/common/generation.js';
+import { bootstrapTargets, estimates } from '../trainers/common/ac-run.js';
 import { ACTOR_CRITIC_PRESET_NAMES, actorCriticPreset } from '../trainers/presets.js';
 import { disposeCritics, toyCritics } from './collm-helpers.js';
 import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
@@ -68,13 +70,32 @@ describe('actor-critic configs', () => {
       update_epochs: 1,
       use_importance_ratio: true,
       ratio_clip_range: 0.2,
-      use_global_info: false,
+      // The paper's choices (README "Differences"): m_t and the history for DC and CC alike,
+      // targets from the current critic, Q against a baseline, value clip on every critic.
+      use_global_info: true,
+      critic_history: 'full',
+      recompute_targets: true,
+      q_advantage: 'baseline',
+      value_clip_separate: true,
     });
     const cc = parseCoLLMCCConfig({});
-    expect(cc.use_global_info).toBe(true);
+    expect(cc).toMatchObject({ use_global_info: true, critic_history: 'full', recompute_targets: true, q_advantage: 'baseline', value_clip_range: 0.2, value_clip_separate: true });
     expect(cc.value_loss_coef).toBe(0.6);
-    expect(COLLM_CC_CONFIG_FIELDS).not.toContain('value_clip_range');
-    expect(parseCoLLMCCConfig({ ...comlrl136() })).toMatchObject({ update_epochs: 1, use_importance_ratio: false, ratio_clip_range: null, use_global_info: false });
+    expect(COLLM_CC_CONFIG_FIELDS).toContain('value_clip_range');
+    for (const parse of [parseCoLLMDCConfig, parseCoLLMCCConfig]) {
+      expect(parse({ ...comlrl136() })).toMatchObject({
+        update_epochs: 1,
+        use_importance_ratio: false,
+        ratio_clip_range: null,
+        use_global_info: false,
+        critic_history: 'current',
+        recompute_targets: false,
+        q_advantage: 'td',
+        value_clip_separate: false,
+      });
+    }
+    // The shared head keeps CoMLRL's value clip under comlrl136 (it only ever applied there).
+    expect(parseCoLLMDCConfig({ ...comlrl136() }).value_clip_range).toBe(0.2);
   });
 
   it('rejects out-of-range values naming the field (CoMLRL constraint tests)', () => {
@@ -109,7 +130,8 @@ describe('actor-critic configs', () => {
       expect(cfg.ratio_clip_range).toBe(0.2);
     }
     const hb = actorCriticPreset('housebuild-dc');
-    expect(parseCoLLMDCConfig(hb.config)).toMatchObject({ num_turns: 4, num_train_epochs: 150, max_new_tokens: 512, value_clip_range: 0.05, rollout_buffer_size: 1 });
+    expect(parseCoLLMDCConfig(hb.config)).toMatchObject({ num_turns: 4, num_train_epochs: 120, critic_learning_rate: 3e-6, max_new_tokens: 512, value_clip_range: 0.05, rollout_buffer_size: 1 });
+    expect(parseCoLLMCCConfig(actorCriticPreset('housebuild-cc').config)).toMatchObject({ num_train_epochs: 120, critic_learning_rate: 3e-6, value_clip_range: 0.05 });
     expect(hb.rewardProcessor.shift).toBe(-1);
     expect(() => actorCriticPreset('nope')).toThrow(/unknown actor-critic preset 'nope'/);
   });
@@ -321,14 +343,43 @@ describe('TD targets on scripted rewards with fixed critic values', () => {
       [-0.4, -0.3, 0.3].forEach((want, t) => expect(trs[t].agents[1].target).toBeCloseTo(want, 12));
       expect(trs.map((t) => t.agents[1].value)).toEqual([-1, -1, -1]);
       expect(trs.every((t) => t.joint === null)).toBe(true);
-      // Agent 0's critic input holds only agent 0's history: its observation, never agent 1's.
+      // Agent 1's critic input holds agent 1's observation ('partner …'); agent 0's only its own
+      // history: its observations ('cue red'), never agent 1's.
       const tok = separate ? critics[0].tokenizer : agents[0].tokenizer;
       const partner = tok.encode('partner', { addSpecialTokens: false })[0];
-      for (const t of trs) {
-        expect(t.agents[0].criticIds).not.toContain(partner);
-        expect(t.agents[1].criticIds).toContain(partner);
+      for (const t of trs) expect(t.agents[1].criticIds).toContain(partner);
+      const ownActions = trs.map((t) => t.agents[0].completionIds);
+      const isSub = (hay: readonly number[], needle: readonly number[]) => hay.some((_, i) => needle.every((x, j) => hay[i + j] === x));
+      if (!separate) {
+        // Shared head: m_t block, then each earlier turn's prompt + completion ids, then the prompt.
+        const a = trs.map((t) => t.agents[0]);
+        const m = (t: number) => globalInfoPrefixIds(agents[0].tokenizer, trs[t].globalInfo);
+        expect(a[0].criticIds).toEqual([...m(0), ...a[0].promptIds]);
+        expect(a[2].criticIds).toEqual([...m(2), ...a[0].promptIds, ...ownActions[0], ...a[1].promptIds, ...ownActions[1], ...a[2].promptIds]);
+        // The next-step input is the next transition's input; none after the last step.
+        expect(a[0].nextCriticIds).toEqual(a[1].criticIds);
+        expect(a[2].nextCriticIds).toBeNull();
+      } else {
+        // Separate critic: the text layout with its turn history (src/critic/inputs.ts).
+        const want = decentralizedCriticIds(critics[0].tokenizer, {
+          prompt: trs[2].agents[0].observation,
+          globalInfo: trs[2].globalInfo,
+          history: [0, 1].map((t) => ({ observation: trs[t].agents[0].observation, action: trs[t].agents[0].action })),
+        });
+        expect(trs[2].agents[0].criticIds).toEqual(want);
+        expect(isSub(trs[2].agents[0].criticIds, critics[0].tokenizer.encode('[Turn 2]', { addSpecialTokens: false }))).toBe(true);
+        // comlrl136: the current observation only, no m_t (CoMLRL 1.3.6).
+        const old = new CoLLMDCTrainer({
+          agents,
+          critics: [critics[0], critics[1]],
+          env: new ScriptedEnv([0.1, 0.2, 0.3]),
+          trainTasks: tasks,
+          config: { ...fast, ...comlrl136(), num_turns: 3, early_termination_threshold: null },
+        });
+        const otrs = await old.rollout(tasks[2]);
+        for (const t of otrs) expect(t.agents[0].criticIds).toEqual(critics[0].tokenizer.encode(t.agents[0].observation));
+        old.dispose();
       }
-      if (!separate) expect(trs[0].agents[0].criticIds).toEqual(trs[0].agents[0].promptIds);
       trainer.dispose();
     }
   });
@@ -378,7 +429,14 @@ describe("an env's prompt rendering", () => {
     const cc = new CoLLMCCTrainer({ agents: chatAgents, critic: critics[2], env, trainTasks: tasks, config });
     const dcSeparate = new CoLLMDCTrainer({ agents: chatAgents, critics: [critics[0], critics[1]], env, trainTasks: tasks, config });
     // A shared head reads the actor's prompt ids: its critic input shows the rendering too.
-    const dcShared = new CoLLMDCTrainer({ agents: chatAgents, env, trainTasks: tasks, evalTasks: [tasks[0]], config: { ...config, use_separate_critic: false } });
+    // (no m_t and no history here, so its critic input is exactly the actor's prompt ids)
+    const dcShared = new CoLLMDCTrainer({
+      agents: chatAgents,
+      env,
+      trainTasks: tasks,
+      evalTasks: [tasks[0]],
+      config: { ...config, use_separate_critic: false, use_global_info: false, critic_history: 'current' },
+    });
     for (const trainer of [cc, dcSeparate, dcShared]) {
       const trs = await trainer.rollout(tasks[0]);
       expect(trs.map((t) => t.turn)).toEqual([0, 1]);
@@ -466,6 +524,113 @@ describe('importance ratio over update epochs', () => {
     }
     console.log(`max |log ρ| after 6 epochs: clip 0.2 → ${drift[0].toFixed(3)}, no clip → ${drift[1].toFixed(3)}`);
     expect(drift[0]).toBeLessThan(drift[1]);
+  });
+});
+
+describe('the paper-aligned update (README "Differences" 5)', () => {
+  const cfg3 = { ...fast, num_turns: 3, discount: 0.5, early_termination_threshold: null, critic_learning_rate: 0 } as const;
+
+  it('targets from the current critic: each update epoch recomputes V(h), V(h′), y and δ (recompute_targets)', async () => {
+    for (const recompute of [true, false]) {
+      const head = constantHead(critics[2].model.hiddenSize, 0.5);
+      const trainer = new CoLLMCCTrainer({
+        agents,
+        critic: critics[2],
+        criticHead: head,
+        env: new ScriptedEnv([0.1, 0.2, 0.3]),
+        trainTasks: tasks,
+        config: { ...cfg3, update_epochs: 2, recompute_targets: recompute },
+      });
+      const trs = await trainer.rollout(tasks[0]);
+      // The critic moves after the rollout (as a previous flush would move it): V ≡ 0.8 now.
+      tf.tidy(() => head.trainableVariables()[1].assign(tf.tensor1d([0.8])));
+      const calls: number[] = [];
+      const predict = trainer.critic.predict.bind(trainer.critic);
+      trainer.critic.predict = async (rows, bs) => {
+        calls.push(rows.length);
+        return predict(rows, bs);
+      };
+      const m = await trainer.updateFrom(trs);
+      if (recompute) {
+        // y = [0.1 + 0.5·0.8, 0.2 + 0.5·0.8, 0.3], δ = y − 0.8 = [−0.3, −0.2, −0.5]
+        expect(m['turn_1/td_error_mean']).toBeCloseTo(-0.3, 6);
+        expect(m['turn_2/td_error_mean']).toBeCloseTo(-0.2, 6);
+        expect(m['turn_3/td_error_mean']).toBeCloseTo(-0.5, 6);
+        expect(m['turn_1/value_pred_mean']).toBeCloseTo(0.8, 6);
+        expect(calls.length).toBe(2); // once per update epoch
+      } else {
+        // The rollout-time values (0.5): δ = [0.35, 0.45, 0.3] − 0.5.
+        expect(m['turn_1/td_error_mean']).toBeCloseTo(-0.15, 6);
+        expect(m['turn_3/td_error_mean']).toBeCloseTo(-0.2, 6);
+        expect(calls.length).toBe(0);
+      }
+      trainer.dispose();
+    }
+  });
+
+  it('value clip on every critic: once the critic has moved past ±c toward its target, its gradient is zero (value_clip_range)', async () => {
+    // Single turn, reward 1, two update epochs: the first epoch's step moves V (≈ 0) far toward y = 1,
+    // beyond a clip of 1e-6 around its value at the flush's start; in the second epoch the clipped
+    // branch of max((y − v)², (y − v_clip)²) is the larger and has no gradient.
+    const norms: number[][] = [];
+    for (const variant of [{ value_clip_range: 1e-6 }, { value_clip_range: null }, { value_clip_range: 1e-6, value_clip_separate: false }]) {
+      const c = { model: await loadCausalLM(join(dir, 'cc')), tokenizer: await loadTokenizer(join(dir, 'cc')) };
+      const trainer = new CoLLMCCTrainer({
+        agents,
+        critic: c,
+        env: new ScriptedEnv([1]),
+        trainTasks: tasks,
+        config: { ...fast, num_turns: 1, update_epochs: 2, agent_learning_rate: 0, critic_learning_rate: 3e-3, ...variant },
+      });
+      const trs: JointTransition[] = [];
+      for (const task of tasks) trs.push(...(await trainer.rollout(task)));
+      const seen: number[] = [];
+      // The gradient norm of each critic step, read where the optimizer receives it.
+      const opt = trainer.criticOptimizer;
+      const step = opt.step.bind(opt);
+      opt.step = (grads) => {
+        const gs = Object.values(grads).filter((g): g is tf.Tensor => g instanceof tf.Tensor);
+        seen.push(Math.sqrt(tf.tidy(() => gs.reduce((a, g) => a + tf.sum(tf.square(g)).dataSync()[0], 0))));
+        step(grads);
+      };
+      const ids = trs.map((t) => [...(t.joint?.criticIds ?? [])]);
+      const before = await trainer.critic.predict(ids);
+      await trainer.updateFrom(trs);
+      const after = await trainer.critic.predict(ids);
+      expect(Math.min(...after.map((v, j) => v - before[j]))).toBeGreaterThan(1e-3); // moved toward y = 1
+      norms.push(seen);
+      trainer.dispose();
+      c.model.dispose();
+    }
+    console.log(`critic gradient norm per update epoch: clip 1e-6 → ${norms[0].map((x) => x.toFixed(4))}, no clip → ${norms[1].map((x) => x.toFixed(4))}, comlrl136's shared-head-only clip → ${norms[2].map((x) => x.toFixed(4))}`);
+    expect(norms[0][1]).toBe(0);
+    expect(norms[1][1]).toBeGreaterThan(0);
+    expect(norms[2][1]).toBeGreaterThan(0);
+  });
+
+  it('Q advantage: against the turn group\'s mean Q it keeps the signal that the TD error loses once Q fits (q_advantage)', () => {
+    // One state, two actions with rewards 1 and 0 (last turn: y = r), Q fitted exactly: Q = [1, 0].
+    const trs = [1, 0].map((reward) => ({ turn: 0, reward }) as unknown as JointTransition);
+    const q = [1, 0];
+    const targets = bootstrapTargets(trs, [null, null], 0.9);
+    expect(targets).toEqual([1, 0]);
+    const td = estimates(trs, q, targets, { normalize: false, qBaseline: false });
+    expect(td.advantages).toEqual([0, 0]); // δ = r − Q = 0: no gradient at all
+    const base = estimates(trs, q, targets, { normalize: false, qBaseline: true });
+    expect(base.advantages).toEqual([0.5, -0.5]); // Q − mean Q: the better action is pushed up
+    expect(estimates(trs, q, targets, { normalize: true, qBaseline: true }).advantages).toEqual([1, -1]);
+  });
+
+  it('a snapshot whose buffer holds transitions of the old layout is refused with a clear message', async () => {
+    const trainer = new CoLLMCCTrainer({ agents, critic: critics[2], env: new ScriptedEnv([0.1, 0.2]), trainTasks: tasks, config: { ...fast, num_turns: 2, rollout_buffer_size: 3 } });
+    await trainer.train({ maxItems: 2 });
+    const state = structuredClone(trainer.exportState());
+    expect(state.extra.buffer.length).toBeGreaterThan(0);
+    const { transitionFormat: _, ...old } = state.extra;
+    expect(() => trainer.importState({ ...state, extra: old })).toThrow(/older layout \(format 1, this version needs 2/);
+    // An old snapshot taken at a flush (empty buffer) still resumes.
+    expect(() => trainer.importState({ ...state, extra: { ...old, buffer: [] } })).not.toThrow();
+    trainer.dispose();
   });
 });
 

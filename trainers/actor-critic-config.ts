@@ -3,16 +3,22 @@
  * `MAACConfig`). Every CoMLRL 1.3.6 field keeps its snake_case name, default and constraint, so a
  * CoMLRL YAML section or `IACConfig(...)` call maps over 1:1. comlrl adds:
  *
- * - paper-aligned options (design.md difference 5), on by default where the CoLLM paper uses them:
- *   `use_importance_ratio` + `ratio_clip_range` (the paper's "advantage clip" 0.2: the ratio
- *   π_θ/π_old of the stored behaviour log-probs, clipped PPO-style), `update_epochs` (passes over
- *   one buffer), `use_global_info` (the critic reads m_t; on for CC, off for DC);
+ * - paper-aligned options (design.md difference 5; README "Differences"), on by default where the
+ *   CoLLM paper states them: `use_global_info` (every critic reads m_t, DC and CC alike),
+ *   `critic_history` (critics read the history h_t, joint for CC, within `critic_max_length`),
+ *   `recompute_targets` (each update epoch takes y and δ from the current critic, the paper's
+ *   Eq. 5), `value_clip_range` on every critic (the paper's "advantage clip", which its
+ *   experiment configs name `value_clip_range`), `q_advantage` (a Q critic's advantage against a
+ *   baseline, not the zero-mean TD error);
+ * - comlrl's own options: `update_epochs` (passes over one buffer) with `use_importance_ratio` +
+ *   `ratio_clip_range` (PPO's ratio clip over reused data — not the paper's advantage clip);
  * - `critic_warmup_items`: the first N training items update only the critic(s) (off by default);
  * - run settings shared with MAGRPO: seed, gradient clipping, AdamW settings, greedy eval, scoring
  *   chunk size; plus the critic head kind and a critic input length cap.
  *
- * `comlrl136()` flips the paper-aligned options off: one epoch, no ratio, no m_t, which is
- * CoMLRL 1.3.6's update exactly (apart from the deliberate differences in the README).
+ * `comlrl136()` flips them all off: one epoch, no ratio, no m_t, current observations only, stored
+ * targets, value clipping only on a shared head, TD-error advantages for Q, which is CoMLRL
+ * 1.3.6's update exactly (apart from the deliberate differences in the README).
  */
 import { z } from 'zod';
 import { boolField, enumField, finiteNumber, intAtLeast, parseConfig, runSettingsFields } from './common/config.js';
@@ -20,8 +26,18 @@ import { boolField, enumField, finiteNumber, intAtLeast, parseConfig, runSetting
 /** `v`: V(h) read at the last prompt token; `q`: Q(h, a) read at the last response token. */
 export const CRITIC_TYPES = ['v', 'q'] as const;
 
+/** What a critic reads: `full` history h_t (paper) or the `current` observations only (CoMLRL 1.3.6). */
+export const CRITIC_HISTORY_MODES = ['full', 'current'] as const;
+
+/**
+ * A Q critic's advantage: `baseline` = Q(h, a) − the turn group's mean Q (an action-independent
+ * baseline: unbiased, and not zero once Q fits); `td` = r + γQ(h′, a′) − Q(h, a) (CoMLRL 1.3.6,
+ * whose expectation is zero once Q fits, so the policy gradient fades). V critics always use δ.
+ */
+export const Q_ADVANTAGE_MODES = ['baseline', 'td'] as const;
+
 /** Fields both actor-critic configs share (CoMLRL names and 1.3.6 defaults, then comlrl's additions). */
-function sharedFields(useGlobalInfoDefault: boolean) {
+function sharedFields() {
   return {
     // ---- CoMLRL fields common to IACConfig and MAACConfig ----
     /** AdamW learning rate of every actor. */
@@ -72,7 +88,35 @@ function sharedFields(useGlobalInfoDefault: boolean) {
     /** Train metrics are logged when env_step has advanced by at least this much since the last log. */
     logging_steps: intAtLeast('logging_steps', 1).default(1),
 
-    // ---- paper-aligned options (design.md difference 5) ----
+    // ---- paper-aligned options (README "Differences from CoMLRL") ----
+    /** The critic reads m_t (turn, horizon, last reward / max reward), as the paper's critic prompt (DC and CC alike). */
+    use_global_info: boolField('use_global_info').default(true),
+    /**
+     * `full`: the critic reads the history h_t (CC: every agent's past observations and actions;
+     * DC: its own agent's), oldest turns dropped first to fit `critic_max_length`; `current`: the
+     * current observations only (CoMLRL 1.3.6).
+     */
+    critic_history: enumField('critic_history', CRITIC_HISTORY_MODES).default('full'),
+    /**
+     * true: every update epoch recomputes V(h), V(h′), the targets y and δ with the current critic
+     * (the paper's Eq. 5); false: the values stored at rollout for every epoch (CoMLRL 1.3.6).
+     */
+    recompute_targets: boolField('recompute_targets').default(true),
+    /** Advantage of a Q critic (see {@link Q_ADVANTAGE_MODES}); ignored for V. */
+    q_advantage: enumField('q_advantage', Q_ADVANTAGE_MODES).default('baseline'),
+    /**
+     * The paper's "advantage clip" (Appendix C: 0.2 TLDR / CoopHE, 0.05 HouseBuild), which the
+     * paper's experiment configs set as `value_clip_range`: the critic's prediction is clipped to
+     * within ±c of its value before the update, loss max((y − v)², (y − v_clip)²); null: off.
+     */
+    value_clip_range: finiteNumber('value_clip_range', { min: 0, exclusiveMin: true }).nullable().default(0.2),
+    /**
+     * Apply `value_clip_range` to separate critics too (the paper: every critic); false: only to a
+     * CoLLM-DC shared head (CoMLRL 1.3.6, where separate critics ignore it).
+     */
+    value_clip_separate: boolField('value_clip_separate').default(true),
+
+    // ---- comlrl's data reuse ----
     /** Passes over one buffer (PPO-style epochs); 1 = CoMLRL's single pass. */
     update_epochs: intAtLeast('update_epochs', 1).default(1),
     /**
@@ -80,10 +124,8 @@ function sharedFields(useGlobalInfoDefault: boolean) {
      * over the completion); false: CoMLRL's −log π·A.
      */
     use_importance_ratio: boolField('use_importance_ratio').default(true),
-    /** PPO clip of ρ to [1 − c, 1 + c] (the paper's "advantage clip"); null: unclipped ratio. */
+    /** PPO clip of ρ to [1 − c, 1 + c] (comlrl's guard for reused data; not the paper's advantage clip); null: unclipped. */
     ratio_clip_range: finiteNumber('ratio_clip_range', { min: 0, exclusiveMin: true }).nullable().default(0.2),
-    /** The critic reads m_t (turn, horizon, last reward / max reward), as the paper's critic prompt. */
-    use_global_info: boolField('use_global_info').default(useGlobalInfoDefault),
 
     // ---- comlrl training schedule ----
     /**
@@ -104,7 +146,10 @@ function sharedFields(useGlobalInfoDefault: boolean) {
     critic_head: z.string({ error: 'critic_head must be a registered head name (e.g. "linear", "mlp") or null' }).min(1, {
       error: 'critic_head must be a registered head name (e.g. "linear", "mlp") or null',
     }).nullable().default(null),
-    /** Keep at most this many critic input tokens (right truncation, as HF tokenizers); null: all. */
+    /**
+     * Critic input budget in tokens; null: no limit. m_t is always kept, the history's oldest turns
+     * are dropped first, and what still does not fit is right-truncated (as HF tokenizers).
+     */
     critic_max_length: intAtLeast('critic_max_length', 1).nullable().default(null),
   };
 }
@@ -122,10 +167,8 @@ function multiTurnNeedsOneGeneration(cfg: { num_turns: number; num_generations: 
 
 const dcSchema = z
   .strictObject({
-    ...sharedFields(false),
+    ...sharedFields(),
     // ---- IACConfig-only fields ----
-    /** Value clipping around the rollout-time value; used only with a shared head (use_separate_critic: false). */
-    value_clip_range: finiteNumber('value_clip_range', { min: 0, exclusiveMin: true }).nullable().default(0.2),
     /** true: a separate critic LM per agent (CoMLRL default); false: a value head on each actor's backbone. */
     use_separate_critic: boolField('use_separate_critic').default(true),
     /** Hidden width of the separate critics' MLP head; null or 0 → linear head (as CoMLRL). */
@@ -137,7 +180,7 @@ const dcSchema = z
 
 const ccSchema = z
   .strictObject({
-    ...sharedFields(true),
+    ...sharedFields(),
     /** Hidden width of the centralized critic's MLP head (CoMLRL reads it from model_config); null or 0 → linear. */
     critic_value_head_hidden_dim: intAtLeast('critic_value_head_hidden_dim', 0).nullable().default(null),
   })
@@ -174,10 +217,33 @@ export function parseCoLLMCCConfig(input: CoLLMCCConfigInput | Record<string, un
   return parseConfig('CoLLM-CC', ccSchema, input, COLLM_CC_CONFIG_FIELDS);
 }
 
+/** What {@link comlrl136} sets. */
+export interface Comlrl136Settings {
+  update_epochs: 1;
+  use_importance_ratio: false;
+  ratio_clip_range: null;
+  use_global_info: false;
+  critic_history: 'current';
+  recompute_targets: false;
+  q_advantage: 'td';
+  value_clip_separate: false;
+}
+
 /**
  * The settings that make an actor-critic config reproduce CoMLRL 1.3.6's update: a single pass,
- * −log π·A without a ratio, and critics that do not read m_t. Spread it into a config input.
+ * −log π·A without a ratio, critics that read the current observations without m_t, targets and
+ * δ from the values stored at rollout, the TD error as a Q critic's advantage, and value clipping
+ * only on a shared head. Spread it into a config input.
  */
-export function comlrl136(): { update_epochs: 1; use_importance_ratio: false; ratio_clip_range: null; use_global_info: false } {
-  return { update_epochs: 1, use_importance_ratio: false, ratio_clip_range: null, use_global_info: false };
+export function comlrl136(): Comlrl136Settings {
+  return {
+    update_epochs: 1,
+    use_importance_ratio: false,
+    ratio_clip_range: null,
+    use_global_info: false,
+    critic_history: 'current',
+    recompute_targets: false,
+    q_advantage: 'td',
+    value_clip_separate: false,
+  };
 }

@@ -3,8 +3,11 @@
  * CoLLM-DC and CoLLM-CC. The numbers are read from the example configs
  * `examples/configs/<task>-collm-<dc|cc>.yaml` (shipped with the package), the single source of
  * them: the experiment repositories' configs the paper was run with (`tasks-reference.md` §1.6,
- * §2.6, §3.5: iac_* → DC, maac_* → CC), with comlrl's paper-aligned options at their defaults
- * unless the file sets them. A preset's `config` is the trainer's validated config (defaults filled).
+ * §2.6, §3.5: iac_* → DC, maac_* → CC), except where the paper's Appendix C table differs, which
+ * they follow (critic learning rate 3e-6, HouseBuild 120 epochs, the "advantage clip"
+ * `value_clip_range` 0.2 / 0.2 / 0.05 for CC as well as DC); each field's source is commented in
+ * the file. comlrl's paper-aligned options keep their defaults unless the file sets them. A
+ * preset's `config` is the trainer's validated config (defaults filled).
  *
  * A preset is only the trainer config plus what the scripts set around it (models, reward
  * shift, data splits); examples combine it with an environment:

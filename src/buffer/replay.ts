@@ -6,7 +6,9 @@
  * on-policy data for the actors that produced it (the stored behaviour log-probs and values are
  * only meaningful for those weights), so replaying it after the actors moved on would need
  * off-policy corrections the method does not make. Within one flush the same data is reused for
- * `update_epochs` passes, which the importance ratio and its clipping account for. Whatever is
+ * `update_epochs` passes, which the importance ratio and its clipping account for; each
+ * transition carries the critic inputs of h_t and h_{t+1}, so every pass can take its targets
+ * from the current critic. Whatever is
  * left when training ends is flushed by the trainer (CoMLRL's end-of-epoch flush).
  */
 import type { GlobalInfo } from '../decpomdp/types.js';
@@ -28,11 +30,17 @@ export interface AgentTransition {
   readonly behaviourLogProb: number;
   /** The actor's update count when it acted; the ratio is exactly 1 while it is unchanged. */
   readonly policyVersion: number;
-  /** This agent's critic input ids (decentralized critic or shared head); empty for CC. */
+  /** This agent's critic input ids at h_{i,t} (decentralized critic or shared head); empty for CC. */
   readonly criticIds: readonly number[];
-  /** The critic value stored at rollout time (V(h_{i,t}) or Q; for CC the joint value). */
+  /**
+   * The critic input at h_{i,t+1} (for Q with a_{i,t+1}), what the target bootstraps from; null
+   * after the episode's last step (no bootstrap) and for CC. Kept so that an update can recompute
+   * the target with its current critic even when the episode's next step is in another flush.
+   */
+  readonly nextCriticIds: readonly number[] | null;
+  /** The critic value at rollout time (V(h_{i,t}) or Q; for CC the joint value). */
   readonly value: number;
-  /** One-step TD target y_{i,t} (filled when the episode ends). */
+  /** One-step TD target y_{i,t} from the rollout-time values (what `recompute_targets: false` trains on). */
   readonly target: number;
   /** Discounted Monte-Carlo return G_t (logging only). */
   readonly return: number;
@@ -40,11 +48,13 @@ export interface AgentTransition {
 
 /** The centralized critic's part of a joint transition (CoLLM-CC). */
 export interface JointCriticTransition {
-  /** Centralized critic input ids (every observation, m_t, and for Q the joint action). */
+  /** Centralized critic input ids (joint history, m_t, and for Q the joint action). */
   readonly criticIds: readonly number[];
-  /** V(h_t) or Q(h_t, a_t) stored at rollout time. */
+  /** The input at h_{t+1} (for Q with a_{t+1}); null after the episode's last step. */
+  readonly nextCriticIds: readonly number[] | null;
+  /** V(h_t) or Q(h_t, a_t) at rollout time. */
   readonly value: number;
-  /** y_t = r_t + γ·V(h_{t+1}) (no bootstrap at the end). */
+  /** y_t = r_t + γ·V(h_{t+1}) from the rollout-time values (no bootstrap at the end). */
   readonly target: number;
 }
 

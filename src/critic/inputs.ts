@@ -19,12 +19,26 @@
  * <completion of agent 1>
  * ```
  *
- * Blocks are separated by one blank line. Decentralized critics (CoLLM-DC) read only their own
- * agent's prompt (the history h_{i,t} as the actor sees it), optionally prefixed by the same
- * `[Global Info]` block, and for Q the agent's own completion after it.
+ * Blocks are separated by one blank line. With history (the paper's h_t, config
+ * `critic_history: full`), every earlier turn k comes before the current observations, oldest
+ * first, after m_t:
  *
- * m_t is placed first so that right-truncation (what Hugging Face tokenizers do by default, and
- * what `maxTokens` does here) never drops it.
+ * ```
+ * [Turn 1]
+ * [Agent 0] <o_{0,0}>
+ * [Agent 0 action] <a_{0,0}>
+ * [Agent 1] <o_{1,0}>
+ * [Agent 1 action] <a_{1,0}>
+ * ```
+ *
+ * Decentralized critics (CoLLM-DC) read only their own agent's history: each earlier turn as a
+ * `[Turn k] <o_{i,k}>` line with `<a_{i,k}>` on the next (see {@link decentralizedCriticText}),
+ * then its current prompt, optionally prefixed by the same `[Global Info]` block, and for Q the
+ * agent's own completion after it.
+ *
+ * Token budget (`maxTokens`, config `critic_max_length`): m_t is placed first and always kept; the
+ * history's oldest turns are dropped first until the input fits; what still does not fit is
+ * right-truncated (what Hugging Face tokenizers do by default).
  */
 import type { GlobalInfo } from '../decpomdp/types.js';
 import type { Tokenizer } from '../tokenizer/types.js';
@@ -43,8 +57,24 @@ export function formatGlobalInfo(m: GlobalInfo): string {
   return `[Global Info] turn ${m.turn + 1} of ${m.numTurns}; last reward: ${last}${max}`;
 }
 
+/** One earlier turn of the joint history, for a centralized critic. */
+export interface JointHistoryTurn {
+  /** o_{i,k} of every agent. */
+  readonly observations: readonly string[];
+  /** a_{i,k} of every agent. */
+  readonly actions: readonly string[];
+}
+
+/** One earlier turn of an agent's own history, for a decentralized critic. */
+export interface AgentHistoryTurn {
+  readonly observation: string;
+  readonly action: string;
+}
+
 /** Inputs of a centralized critic at one joint step. */
 export interface CentralizedCriticTextInput {
+  /** Earlier turns, oldest first (`critic_history: full`); omit for the current observations only. */
+  history?: readonly JointHistoryTurn[] | null;
   /** o_{i,t} of every agent, in agent order. */
   observations: readonly string[];
   /** a_{i,t} of every agent (Q critics); omit for V. */
@@ -62,6 +92,10 @@ export function centralizedCriticText(input: CentralizedCriticTextInput): string
   }
   const blocks: string[] = [];
   if (globalInfo) blocks.push(formatGlobalInfo(globalInfo));
+  (input.history ?? []).forEach((turn, k) => {
+    const lines = turn.observations.map((o, i) => `[Agent ${i}] ${o}\n[Agent ${i} action] ${turn.actions[i] ?? ''}`);
+    blocks.push(`[Turn ${k + 1}]\n${lines.join('\n')}`);
+  });
   observations.forEach((o, i) => blocks.push(`[Agent ${i}] ${o}`));
   let text = blocks.join('\n\n');
   if (actions) {
@@ -76,13 +110,25 @@ export function truncateIds(ids: number[], maxTokens: number | null | undefined)
   return ids.slice(0, maxTokens);
 }
 
-/** Token ids of the centralized critic's input (encoded with the critic's own tokenizer). */
+/**
+ * Fits a history-bearing input to `maxTokens`: builds the ids with the whole history, and while
+ * they are too long drops the oldest turn; without history left, right-truncates.
+ */
+export function fitHistory<H>(history: readonly H[], build: (kept: readonly H[]) => number[], maxTokens: number | null | undefined): number[] {
+  for (let drop = 0; drop <= history.length; drop++) {
+    const ids = build(history.slice(drop));
+    if (maxTokens === null || maxTokens === undefined || ids.length <= maxTokens || drop === history.length) return truncateIds(ids, maxTokens);
+  }
+  return truncateIds(build([]), maxTokens);
+}
+
+/** Token ids of the centralized critic's input (encoded with the critic's own tokenizer; budget in the module comment). */
 export function centralizedCriticIds(
   tokenizer: Tokenizer,
   input: CentralizedCriticTextInput,
   maxTokens?: number | null,
 ): number[] {
-  return truncateIds(tokenizer.encode(centralizedCriticText(input)), maxTokens);
+  return fitHistory(input.history ?? [], (history) => tokenizer.encode(centralizedCriticText({ ...input, history })), maxTokens);
 }
 
 /** Inputs of one agent's decentralized critic at one step. */
@@ -91,8 +137,19 @@ export interface DecentralizedCriticTextInput {
   prompt: string;
   /** The agent's completion a_{i,t} (Q critics); omit for V. */
   action?: string | null;
-  /** m_t; omit or null to leave it out (the default for decentralized critics). */
+  /** m_t; omit or null to leave it out (CoMLRL 1.3.6). */
   globalInfo?: GlobalInfo | null;
+  /** The agent's earlier turns, oldest first (`critic_history: full`); omit for the current prompt only. */
+  history?: readonly AgentHistoryTurn[] | null;
+}
+
+/** The state text of a decentralized critic: `[Global Info]`, its earlier turns, its current prompt. */
+export function decentralizedCriticText(input: DecentralizedCriticTextInput): string {
+  const blocks: string[] = [];
+  if (input.globalInfo) blocks.push(formatGlobalInfo(input.globalInfo));
+  (input.history ?? []).forEach((turn, k) => blocks.push(`[Turn ${k + 1}] ${turn.observation}\n${turn.action}`));
+  blocks.push(input.prompt);
+  return blocks.join('\n\n');
 }
 
 /**
@@ -105,27 +162,35 @@ export function decentralizedCriticIds(
   input: DecentralizedCriticTextInput,
   maxTokens?: number | null,
 ): number[] {
-  const state = input.globalInfo ? `${formatGlobalInfo(input.globalInfo)}\n\n${input.prompt}` : input.prompt;
-  const ids = tokenizer.encode(state);
-  if (input.action !== undefined && input.action !== null) {
-    ids.push(...tokenizer.encode(input.action, { addSpecialTokens: false }));
-  }
-  return truncateIds(ids, maxTokens);
+  return fitHistory(
+    input.history ?? [],
+    (history) => {
+      const ids = tokenizer.encode(decentralizedCriticText({ ...input, history }));
+      if (input.action !== undefined && input.action !== null) ids.push(...tokenizer.encode(input.action, { addSpecialTokens: false }));
+      return ids;
+    },
+    maxTokens,
+  );
 }
 
 /**
  * Input ids of a shared head on the actor's backbone: the actor's own prompt ids (V) or prompt +
  * completion ids (Q), no re-encoding since the head reads the actor's hidden states; with m_t, the
- * `[Global Info]` block encoded by the actor's tokenizer (`globalInfoIds`) goes first.
+ * `[Global Info]` block encoded by the actor's tokenizer (`globalInfoIds`) goes first; with history,
+ * each earlier turn's prompt and completion ids, oldest first, come between (budget as above).
  */
 export function sharedHeadIds(
   promptIds: readonly number[],
   completionIds: readonly number[] | null,
   maxTokens?: number | null,
   globalInfoIds?: readonly number[] | null,
+  history?: readonly { promptIds: readonly number[]; completionIds: readonly number[] }[] | null,
 ): number[] {
-  const ids = [...(globalInfoIds ?? []), ...promptIds, ...(completionIds ?? [])];
-  return truncateIds(ids, maxTokens);
+  return fitHistory(
+    history ?? [],
+    (kept) => [...(globalInfoIds ?? []), ...kept.flatMap((h) => [...h.promptIds, ...h.completionIds]), ...promptIds, ...(completionIds ?? [])],
+    maxTokens,
+  );
 }
 
 /** Ids of the `[Global Info]` block plus its blank-line separator, for {@link sharedHeadIds}. */
@@ -140,5 +205,5 @@ export function globalInfoPrefixIds(tokenizer: Tokenizer, m: GlobalInfo): number
  */
 export const CRITIC_LAYOUT_WORDS: readonly string[] = [
   '[', ']', 'Agent', 'Global', 'Info', 'turn', 'of', ';', 'last', 'reward', ':', 'none', '(', 'max', ')',
-  '.', '-', 'Joint', 'Action', 'action', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9',
+  '.', '-', 'Joint', 'Action', 'action', 'Turn', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9',
 ];

@@ -1,5 +1,6 @@
 /**
- * Per-flush metrics of the actor-critic trainers, CoMLRL's names plus comlrl's diagnostics:
+ * Per-flush metrics of the actor-critic trainers, CoMLRL's names plus comlrl's diagnostics
+ * (explained_variance: of the critic's values for its targets at the flush's first update epoch):
  * `turn_k/{reward_mean, expected_return, value_pred_mean, value_target_mean, policy_loss,
  * value_loss, explained_variance, td_error_mean, ratio_mean, ratio_min, ratio_max, clip_fraction}`
  * and `agent_i/{policy_loss, value_loss, grad_norm}`; `critic/{value_loss, grad_norm}` for a
@@ -8,6 +9,7 @@
 import type { JointTransition } from '../../src/buffer/replay.js';
 import { explainedVariance } from '../../src/buffer/targets.js';
 import { meanOrZero as mean } from '../../src/util/stats.js';
+import type { CriticEstimates } from './ac-run.js';
 import { ratioStats } from './actor-critic.js';
 import { agentKey, turnKey, type MetricRecord } from './metrics.js';
 
@@ -49,17 +51,19 @@ export class FlushMetrics {
   }
 
   /**
-   * The record: rollout statistics of the flushed transitions by turn (stored values, targets,
-   * rewards, returns, explained variance of the stored values), plus the means of what was recorded.
+   * The record: statistics of the flushed transitions by turn — rewards, returns, and the values,
+   * targets, TD errors and explained variance the first update epoch used (`estimates[i]`: agent
+   * i's critic; the one centralized critic repeated for CoLLM-CC) — plus the means of what was recorded.
    */
-  record(transitions: readonly JointTransition[]): MetricRecord {
+  record(transitions: readonly JointTransition[], estimates: readonly CriticEstimates[]): MetricRecord {
     const out: MetricRecord = {};
     const turns = [...new Set(transitions.map((t) => t.turn))].sort((a, b) => a - b);
     for (const turn of turns) {
-      const group = transitions.filter((t) => t.turn === turn);
+      const idx = transitions.flatMap((t, j) => (t.turn === turn ? [j] : []));
+      const group = idx.map((j) => transitions[j]);
       const steps = group.flatMap((t) => t.agents);
-      const values = steps.map((s) => s.value);
-      const targets = steps.map((s) => s.target);
+      const values = idx.flatMap((j) => estimates.map((e) => e.values[j]));
+      const targets = idx.flatMap((j) => estimates.map((e) => e.targets[j]));
       out[turnKey(turn, 'reward_mean')] = mean(group.map((t) => t.reward));
       out[turnKey(turn, 'expected_return')] = mean(steps.map((s) => s.return));
       out[turnKey(turn, 'value_pred_mean')] = mean(values);

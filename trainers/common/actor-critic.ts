@@ -294,3 +294,23 @@ export async function behaviourLogProbs(
     return s;
   });
 }
+
+/**
+ * An actor sample from an agent's part of a transition, weighted 1/|minibatch| (CoMLRL's mean).
+ * While the actor is the one that sampled it (`policyVersion` unchanged), π_old is π_θ and the
+ * stored log-prob is not used, so ρ is exactly 1.
+ */
+export function actorRow(
+  step: { promptIds: readonly number[]; completionIds: readonly number[]; behaviourLogProb: number; policyVersion: number },
+  advantage: number,
+  currentVersion: number,
+  minibatchSize: number,
+): ActorRow {
+  return {
+    promptIds: step.promptIds,
+    completionIds: step.completionIds,
+    advantage,
+    oldLogProb: step.policyVersion === currentVersion ? null : step.behaviourLogProb,
+    weight: 1 / minibatchSize,
+  };
+}
