@@ -19,6 +19,7 @@ import { buildPlotSpec, renderSvg, svgToPng, type PlotPoint } from '../src/loggi
 import { createRng } from '../src/util/rng.js';
 import { hiddenCueRandomBaseline } from '../envs/hidden-cue/index.js';
 import { curveArea, finalReward, paperRun, PAPER_METHODS, type PaperMethod, type PaperRunResult } from './paper-runs.js';
+import { mean } from '../src/util/stats.js';
 
 /** Seeds per (variant, method). */
 export const PAPER_SEEDS = [1, 2, 3, 4, 5] as const;
@@ -93,7 +94,7 @@ function runWorker(list: readonly Job[], onResult: (r: JobResult) => void): Prom
 
 /** Mean and bootstrap 95% interval (2000 resamples of the seeds, seeded) of `xs`. */
 export function bootstrapMean(xs: readonly number[], resamples = 2000): { mean: number; lo: number; hi: number } {
-  const mean = xs.reduce((a, b) => a + b, 0) / xs.length;
+  const m = mean(xs);
   const rng = createRng('paper-bootstrap');
   const means: number[] = [];
   for (let r = 0; r < resamples; r++) {
@@ -102,7 +103,7 @@ export function bootstrapMean(xs: readonly number[], resamples = 2000): { mean: 
     means.push(s / xs.length);
   }
   means.sort((a, b) => a - b);
-  return { mean, lo: means[Math.floor(0.025 * resamples)], hi: means[Math.ceil(0.975 * resamples) - 1] };
+  return { mean: m, lo: means[Math.floor(0.025 * resamples)], hi: means[Math.ceil(0.975 * resamples) - 1] };
 }
 
 const f3 = (x: number) => x.toFixed(3);

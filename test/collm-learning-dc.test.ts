@@ -17,6 +17,7 @@ import { initBackend, setBackendLogger } from '../src/backend/init.js';
 import { finalReward, paperRun } from '../bench/paper-runs.js';
 import { tempDir } from './magrpo-helpers.js';
 import { backendUnderTest } from './backend-under-test.js';
+import { mean } from '../src/util/stats.js';
 
 const SEEDS = [1, 2];
 const BAR = 0.065;
@@ -42,8 +43,6 @@ async function finals(frozenCritic: boolean): Promise<number[]> {
   }
   return out;
 }
-
-const mean = (xs: readonly number[]) => xs.reduce((a, b) => a + b, 0) / xs.length;
 
 test(`CoLLM-DC learns the sparse 2-turn hidden-cue task: mean final eval reward over seeds ${SEEDS.join(', ')} ≥ ${BAR}`, async () => {
   const f = await finals(false);

@@ -13,6 +13,7 @@
  */
 import type { GlobalInfo } from '../decpomdp/types.js';
 import type { Rng } from '../util/rng.js';
+import { groupItemsByTurn } from '../util/stats.js';
 
 /** One agent's part of a joint transition. */
 export interface AgentTransition {
@@ -183,11 +184,5 @@ export function planMinibatches(
 
 /** Indices grouped by turn, groups in ascending turn order, indices ascending within a group. */
 export function groupByTurn(turns: readonly number[]): Array<[number, number[]]> {
-  const groups = new Map<number, number[]>();
-  turns.forEach((t, i) => {
-    const g = groups.get(t);
-    if (g) g.push(i);
-    else groups.set(t, [i]);
-  });
-  return [...groups.entries()].sort((a, b) => a[0] - b[0]);
+  return groupItemsByTurn(turns.map((_, i) => i), (i) => turns[i]).map((g): [number, number[]] => [g.turn, g.items]);
 }

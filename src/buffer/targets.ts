@@ -7,6 +7,7 @@
  *   δ_t = y_t − V_t         (the advantage before normalization; no GAE, no λ)
  * The discounted Monte-Carlo return G_t = Σ_k γ^k r_{t+k} is kept for logging only.
  */
+import { zScore } from '../util/stats.js';
 
 /** One-step TD targets y_t for a finished trajectory (see module comment). */
 export function tdTargets(rewards: readonly number[], values: readonly number[], gamma: number): number[] {
@@ -36,11 +37,7 @@ export const ADVANTAGE_STD_FLOOR = 1e-6;
  * returned unchanged (CoMLRL normalizes only groups of more than one sample).
  */
 export function normalizeAdvantages(adv: readonly number[]): number[] {
-  if (adv.length <= 1) return [...adv];
-  const mean = adv.reduce((a, b) => a + b, 0) / adv.length;
-  const variance = adv.reduce((a, b) => a + (b - mean) ** 2, 0) / adv.length;
-  const std = Math.max(Math.sqrt(variance), ADVANTAGE_STD_FLOOR);
-  return adv.map((a) => (a - mean) / std);
+  return adv.length <= 1 ? [...adv] : zScore(adv, ADVANTAGE_STD_FLOOR);
 }
 
 /**
