@@ -167,6 +167,15 @@ describe('over budget', () => {
     configureMemory({ budgetBytes: heldTensorBytes() + 1024 });
     await expect(model.generate([[1, 2, 3]], { maxNewTokens: 4, greedy: true })).rejects.toThrow(/not enough memory for generation \(1 sequence: 3 prompt \+ 4 new tokens\)/);
   });
+
+  it('a model whose weights alone exceed the budget is refused by name before a tensor is made, full and LoRA alike', async () => {
+    configureMemory({ budgetBytes: heldTensorBytes() + 1024 });
+    const tensors = tf.memory().numTensors;
+    await expect(loadCausalLM(root)).rejects.toThrow(/not enough memory for loading the model .* \(\d+ M parameters as float32\).*a smaller model/);
+    const lora = { settings: { r: 2, loraAlpha: 4, loraDropout: 0, targetModules: ['q_proj'], useRslora: false, layersToTransform: null, baseModelNameOrPath: null, revision: null }, seed: 's' };
+    await expect(loadCausalLM(root, { lora })).rejects.toThrow(/not enough memory for loading the frozen LoRA base/);
+    expect(tf.memory().numTensors).toBe(tensors);
+  });
 });
 
 describe('sizes and crashes', () => {
