@@ -5,6 +5,7 @@
  * The backend-dependent sections (model, magrpo, collm) run once per backend — wasm, and
  * tensorflow when it is set up (or the list in $COMLRL_BENCH_BACKENDS) — each in a fresh child
  * process, and print one column per backend.
+ * Long sections run only when named: `configs`, `memory` (bench/memory.ts), `capacity` (bench/capacity.ts).
  * Benchmarks print figures; nothing here asserts a speed.
  */
 import { spawnSync } from 'node:child_process';
@@ -19,6 +20,7 @@ import { benchCoopHE } from './coophe.js';
 import { benchMagrpoStep } from './magrpo.js';
 import { benchExampleConfigs, printConfigTable } from './configs.js';
 import { benchMemory, printMemoryTable } from './memory.js';
+import { benchCapacity, printCapacityTable } from './capacity.js';
 import { benchCollmCCItem } from './collm.js';
 
 type Figures = Record<string, number>;
@@ -147,6 +149,7 @@ async function main(): Promise<void> {
     const like = process.env.COMLRL_BENCH_LIKE === 'qwen3-1.7b' ? 'qwen3-1.7b' : 'qwen3-0.6b';
     printMemoryTable(await benchMemory(like), like, process.env.COMLRL_BACKEND ?? 'wasm');
   }
+  if (only.has('capacity')) printCapacityTable(await benchCapacity(), process.env.COMLRL_BACKEND ?? 'wasm');
   const backends = benchBackends();
   console.log(`# comlrl benchmark (${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}; backends: ${backends.join(', ')})`);
 
