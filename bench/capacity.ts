@@ -7,7 +7,8 @@
  * micro-batches, each in a fresh CLI process, in two ladders of growing size: full fine-tuning of
  * both agents, and LoRA r = 16 (q, k, v, o) of both agents on one shared frozen base. Each ladder
  * stops at its first failure, whose message is printed. Figures only: nothing asserts.
- * `COMLRL_CAPACITY=full` or `lora` runs one ladder; `COMLRL_CAPACITY_ITEMS` sets items per run (2).
+ * `COMLRL_CAPACITY=full` or `lora` runs one ladder; `COMLRL_CAPACITY_ITEMS` sets items per run (2);
+ * `COMLRL_CAPACITY_SKIP=n` starts a ladder at its n-th size (0-based), to resume a long measurement.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -80,6 +81,7 @@ function trainRun(work: string, model: string, tldr: string, lora: boolean, item
 export async function benchCapacity(): Promise<CapacityRun[]> {
   const which = process.env.COMLRL_CAPACITY;
   const items = Number(process.env.COMLRL_CAPACITY_ITEMS ?? 2);
+  const skip = Number(process.env.COMLRL_CAPACITY_SKIP ?? 0);
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-bench-capacity-'));
   const out: CapacityRun[] = [];
   try {
@@ -91,7 +93,7 @@ export async function benchCapacity(): Promise<CapacityRun[]> {
     ];
     for (const [ladder, sizes] of ladders) {
       if (which && which !== ladder) continue;
-      for (const size of sizes) {
+      for (const size of sizes.slice(skip)) {
         const model = path.join(work, 'model');
         fs.rmSync(model, { recursive: true, force: true });
         const info = await createTinyModel({ dir: model, like: 'qwen3-0.6b', seed: 0, tokenizer: 'qwen3', ...size.shape });
