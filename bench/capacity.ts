@@ -52,6 +52,7 @@ const LORA_SIZES: Size[] = [
   { name: 'Qwen3-0.6B (28 layers)', shape: {} },
   { name: 'Qwen3-0.6B shapes, 32 layers', shape: { numLayers: 32 } },
   { name: 'Qwen3-0.6B shapes, 36 layers', shape: { numLayers: 36 } },
+  { name: 'Qwen3-0.6B shapes, 40 layers', shape: { numLayers: 40 } },
 ];
 const LORA = { r: 16, lora_alpha: 32, lora_dropout: 0, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
 
