@@ -188,6 +188,11 @@ describe('sizes and crashes', () => {
     expect(() => parseBytes(-1, 'memory.budget')).toThrow(/memory.budget/);
   });
 
+  it('a view past the end of a full wasm heap counts as running out of memory; a plain bug does not', () => {
+    expect(isBackendMemoryCrash(new RangeError('Invalid typed array length: 155582464'))).toBe(true);
+    expect(isBackendMemoryCrash(new TypeError("Cannot read properties of undefined (reading 'shape')"))).toBe(false);
+  });
+
   it("a real wasm heap exhaustion is recognised as the backend running out of memory", () => {
     // A separate process fills wasm's 4 GiB heap with 256 MiB tensors until the backend fails.
     const script = `
