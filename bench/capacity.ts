@@ -60,7 +60,8 @@ function trainRun(work: string, model: string, tldr: string, lora: boolean, item
   const doc = parse(fs.readFileSync(path.join(repoRoot, 'examples', 'configs', 'tldr-magrpo.yaml'), 'utf8')) as Record<string, Record<string, unknown>>;
   doc.model = { ...doc.model, agent_model: model, ...(lora ? { lora: LORA } : {}) };
   doc.dataset = { ...doc.dataset, path: tldr };
-  doc.magrpo = { ...doc.magrpo, max_new_tokens: 32, eval_interval: 1000 };
+  // eval_interval 0: no evaluation (any other value evaluates before each epoch's first item).
+  doc.magrpo = { ...doc.magrpo, max_new_tokens: 32, eval_interval: 0 };
   doc.output = { ...doc.output, dir: path.join(work, 'run'), plots: false, eval_before_after: false, save_final_model: false };
   const configFile = path.join(work, 'config.yaml');
   fs.writeFileSync(configFile, stringify(doc));
