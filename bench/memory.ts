@@ -51,7 +51,8 @@ export async function benchMemory(like: 'qwen3-0.6b' | 'qwen3-1.7b' = 'qwen3-0.6
       const section = doc.magrpo ? 'magrpo' : doc.collm_cc ? 'collm_cc' : 'collm_dc';
       doc.model = { ...doc.model, agent_model: model, lora: LORA, ...(extra.model ?? {}) };
       doc.dataset = { ...doc.dataset, ...(extra.dataset ?? {}) };
-      doc[section] = { ...doc[section], max_new_tokens: 128, eval_interval: 1000 };
+      // eval_interval 0: no evaluation (any other value evaluates before each epoch's first item).
+      doc[section] = { ...doc[section], max_new_tokens: 128, eval_interval: 0 };
       // One row per pass and layer recomputation: a 0.6 B base already takes 2.25 GiB of wasm's 4.
       doc.memory = { micro_batch_size: 1, recompute: true };
       doc.output = { ...doc.output, dir: path.join(work, 'runs', file), plots: false, eval_before_after: false, save_final_model: false };

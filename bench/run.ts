@@ -6,6 +6,7 @@
  * The backend-dependent sections (model, magrpo, collm) run once per backend — wasm, and
  * tensorflow when it is set up (or the list in $COMLRL_BENCH_BACKENDS) — each in a fresh child
  * process, and print one column per backend.
+ * Long sections run only when named: `configs`, `memory` (bench/memory.ts), `capacity` (bench/capacity.ts).
  * Benchmarks print figures; nothing here asserts a speed.
  */
 import { spawnSync } from 'node:child_process';
@@ -20,6 +21,7 @@ import { benchCoopHE } from './coophe.js';
 import { benchMagrpoStep } from './magrpo.js';
 import { benchExampleConfigs, printConfigTable } from './configs.js';
 import { benchMemory, printMemoryTable } from './memory.js';
+import { benchCapacity, printCapacityTable } from './capacity.js';
 import { benchCollmCCItem } from './collm.js';
 import { benchPaper, paperWorker } from './paper.js';
 
@@ -154,6 +156,7 @@ async function main(): Promise<void> {
     const like = process.env.COMLRL_BENCH_LIKE === 'qwen3-1.7b' ? 'qwen3-1.7b' : 'qwen3-0.6b';
     printMemoryTable(await benchMemory(like), like, process.env.COMLRL_BACKEND ?? 'wasm');
   }
+  if (only.has('capacity')) printCapacityTable(await benchCapacity(), process.env.COMLRL_BACKEND ?? 'wasm');
   const backends = benchBackends();
   console.log(`# comlrl benchmark (${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}; backends: ${backends.join(', ')})`);
 

@@ -167,6 +167,15 @@ describe('over budget', () => {
     configureMemory({ budgetBytes: heldTensorBytes() + 1024 });
     await expect(model.generate([[1, 2, 3]], { maxNewTokens: 4, greedy: true })).rejects.toThrow(/not enough memory for generation \(1 sequence: 3 prompt \+ 4 new tokens\)/);
   });
+
+  it('a model whose weights alone exceed the budget is refused by name before a tensor is made, full and LoRA alike', async () => {
+    configureMemory({ budgetBytes: heldTensorBytes() + 1024 });
+    const tensors = tf.memory().numTensors;
+    await expect(loadCausalLM(root)).rejects.toThrow(/not enough memory for loading the model .* \(\d+ M parameters as float32\).*a smaller model/);
+    const lora = { settings: { r: 2, loraAlpha: 4, loraDropout: 0, targetModules: ['q_proj'], useRslora: false, layersToTransform: null, baseModelNameOrPath: null, revision: null }, seed: 's' };
+    await expect(loadCausalLM(root, { lora })).rejects.toThrow(/not enough memory for loading the frozen LoRA base/);
+    expect(tf.memory().numTensors).toBe(tensors);
+  });
 });
 
 describe('sizes and crashes', () => {
@@ -177,6 +186,11 @@ describe('sizes and crashes', () => {
     expect(parseBytes(1024)).toBe(1024);
     expect(() => parseBytes('lots', 'memory.budget')).toThrow(/memory.budget: 'lots' is not a size/);
     expect(() => parseBytes(-1, 'memory.budget')).toThrow(/memory.budget/);
+  });
+
+  it('a view past the end of a full wasm heap counts as running out of memory; a plain bug does not', () => {
+    expect(isBackendMemoryCrash(new RangeError('Invalid typed array length: 155582464'))).toBe(true);
+    expect(isBackendMemoryCrash(new TypeError("Cannot read properties of undefined (reading 'shape')"))).toBe(false);
   });
 
   it("a real wasm heap exhaustion is recognised as the backend running out of memory", () => {

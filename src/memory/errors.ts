@@ -42,6 +42,9 @@ const BACKEND_CRASHES = [
   /Cannot enlarge memory/i,
   /OOM when allocating/i,
   /RangeError: WebAssembly\.Memory/i,
+  // A view of the wasm heap past its end: a tensor's allocation failed at the 4 GiB edge
+  // (a 40-layer Qwen3-0.6B-shaped LoRA run, reading its 622 MB head).
+  /Invalid typed array length/i,
   // What a wasm heap corrupted by a failed allocation reports next.
   /null function or function signature mismatch/i,
   /RuntimeError: unreachable/i,

@@ -41,7 +41,7 @@ export interface PassMode {
 
 const F32 = 4;
 const SAFETY = 1.5;
-// Two buffers of a frozen head's 4 M-float column block (src/model/lm-head.ts).
+// Two buffers of a head's 4 M-float row block (src/model/lm-head.ts).
 const FROZEN_HEAD_BLOCK_BYTES = 2 * 4 * 1024 * 1024 * 4;
 
 /**
@@ -70,10 +70,10 @@ export function passBytes(m: DecoderShape, pass: PassShape, mode: PassMode): num
   bytes += Math.min(mode.attentionBlockBytes, pass.rows * m.numHeads * pass.width * pass.width * F32 * 16);
   if (pass.scoredTokens > 0) {
     const head = m.vocabSize * m.hiddenSize * F32;
-    // A trainable head is transposed once per pass; a frozen base keeps it transposed already.
+    // A trainable head: room for one head-sized buffer besides the logits chunk (upper bound).
     if (mode.embeddingsTrainable) bytes += head;
     bytes += Math.min(mode.logitsChunkBytes, pass.scoredTokens * m.vocabSize * F32 * 3);
-    // Backward: a trainable head's gradient and its transpose; a frozen head's column blocks.
+    // Backward: a trainable head's gradient blocks and their concatenation; a frozen head's row blocks.
     if (mode.backward) bytes += mode.embeddingsTrainable ? 2 * head : Math.min(head, FROZEN_HEAD_BLOCK_BYTES);
   }
   if (mode.backward && mode.embeddingsTrainable) bytes += m.vocabSize * m.hiddenSize * F32; // embedding scatter gradient

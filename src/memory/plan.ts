@@ -139,12 +139,10 @@ export function generationBatchSize(model: PlannableModel, total: number, prompt
   const available = budget - heldTensorBytes();
   const { attentionBlockBytes } = blockSizes(available);
   if (isMemoryAware(model)) model.memory = { ...model.memory, attentionBlockBytes };
-  // Generation holds a transposed copy of every trainable linear weight (Decoder.freeze), and the
-  // wasm matmul a packed copy of each.
-  const frozenCopies = 2 * variableBytes(model.trainableVariables());
-  const fits = (n: number) => generationBytes(shape, n, promptWidth, maxNewTokens, attentionBlockBytes) + frozenCopies <= available;
+  // Generation reads every weight in place (Decoder.freeze copies nothing; see matMulAgainstFrozen).
+  const fits = (n: number) => generationBytes(shape, n, promptWidth, maxNewTokens, attentionBlockBytes) <= available;
   if (!fits(1)) {
-    const need = generationBytes(shape, 1, promptWidth, maxNewTokens, attentionBlockBytes) + frozenCopies;
+    const need = generationBytes(shape, 1, promptWidth, maxNewTokens, attentionBlockBytes);
     throw new MemoryBudgetError(`${label} (1 sequence: ${promptWidth} prompt + ${maxNewTokens} new tokens)`, need, available, budget);
   }
   let lo = 1;

@@ -87,7 +87,7 @@ export class TfCausalLM implements CausalLM {
     this.vars = new Map();
     if (isLoraParts(weights)) {
       this.lora = weights;
-      this.decoder = new Decoder(decoderConfig, weights.base.plain, { transposed: weights.base.transposed, lora: weights.adapter });
+      this.decoder = new Decoder(decoderConfig, weights.base.plain, { frozenLinear: weights.base.linear, lora: weights.adapter });
     } else {
       this.lora = null;
       for (const s of this.specs) {

@@ -3,7 +3,7 @@ import { gatherRows, linear, tidyKeep } from '../backend/index.js';
 import { blockedAttention, type AttentionMask } from './attention.js';
 import type { HeadWeight } from './lm-head.js';
 import type { DecoderConfig } from './config.js';
-import { frozenLinear } from './lora/frozen-linear.js';
+import { frozenLinear, matMulAgainstFrozen } from './lora/frozen-linear.js';
 import { recomputed } from './recompute.js';
 import { applyRotary } from './rope.js';
 
@@ -34,11 +34,11 @@ export interface ForwardContext {
   past?: LayerCache[];
   /** Whether to return the updated caches. */
   keepCache?: boolean;
-  /** Pre-transposed weights for tape-free passes (see {@link Decoder.freeze}). */
+  /** Weights fixed for a run of tape-free passes (see {@link Decoder.freeze}). */
   frozen?: FrozenWeights;
 }
 
-/** Linear weights transposed once to [in, out], keyed by HF name; valid until the weights change. */
+/** Linear weights and the head in HF layout [out, in], keyed by HF name, read in place by tape-free passes. */
 export type FrozenWeights = ReadonlyMap<string, tf.Tensor2D>;
 
 const HEAD = 'lm_head.weight';
@@ -66,23 +66,23 @@ export function rmsNorm<T extends tf.Tensor>(x: T, weight: tf.Tensor1D, eps: num
  * layout. Activations are kept 2-D ([B·S, hidden]) except inside attention.
  */
 export class Decoder {
-  /** Linear weights kept permanently as [in, out] (a frozen LoRA base); empty under full fine-tuning. */
-  private readonly baseT: FrozenWeights;
+  /** A frozen LoRA base's linear weights and head, [out, in]; empty under full fine-tuning. */
+  private readonly base: FrozenWeights;
   private readonly lora: LoraDelta | null;
 
   /**
    * @param cfg - the normalised config
    * @param w - weights in HF layout: every weight (full fine-tuning, variables), or the frozen
    *   base's embedding / norms / biases (LoRA)
-   * @param options - `transposed`: a frozen base's linear weights and head as [in, out], read in
+   * @param options - `frozenLinear`: a frozen base's linear weights and head ([out, in]), read in
    *   place of `w`'s; `lora`: the adapter whose delta is added to every linear it targets
    */
   constructor(
     readonly cfg: DecoderConfig,
     private readonly w: ReadonlyMap<string, tf.Tensor>,
-    options: { transposed?: FrozenWeights; lora?: LoraDelta } = {},
+    options: { frozenLinear?: FrozenWeights; lora?: LoraDelta } = {},
   ) {
-    this.baseT = options.transposed ?? new Map();
+    this.base = options.frozenLinear ?? new Map();
     this.lora = options.lora ?? null;
   }
 
@@ -112,10 +112,10 @@ export class Decoder {
   embed(ids: Int32Array): tf.Tensor2D {
     const table = this.w.get('model.embed_tokens.weight');
     if (table) return gatherRows(table as tf.Tensor2D, ids);
-    // A frozen tied base keeps only the transposed table [hidden, vocab]: gather columns (no gradient needed).
-    const tT = this.baseT.get(HEAD);
-    if (!tT) throw new Error("decoder: weight 'model.embed_tokens.weight' not loaded");
-    return tf.tidy(() => tf.transpose(tf.gather(tT, tf.tensor1d(ids, 'int32'), 1)) as tf.Tensor2D);
+    // A frozen tied base keeps its table as the head only (no gradient needed).
+    const tied = this.base.get(HEAD);
+    if (!tied) throw new Error("decoder: weight 'model.embed_tokens.weight' not loaded");
+    return tf.tidy(() => tf.gather(tied, tf.tensor1d(ids, 'int32')) as tf.Tensor2D);
   }
 
   /** The output head's weight (the embedding table when tied). */
@@ -123,32 +123,32 @@ export class Decoder {
     return this.t<tf.Tensor2D>(this.cfg.tieWordEmbeddings ? 'model.embed_tokens.weight' : 'lm_head.weight');
   }
 
-  /** The output head for {@link chunkedTokenLogProbs}: a frozen base's [H, V] copy, else the [V, H] weight. */
+  /** The output head for {@link chunkedTokenLogProbs}: a frozen base's, or the model's own [V, H] weight. */
   head(): HeadWeight {
-    const t = this.baseT.get(HEAD);
-    return t ? { weight: t, transposed: true } : { weight: this.headWeight(), transposed: false };
+    const t = this.base.get(HEAD);
+    return t ? { weight: t, frozen: true } : { weight: this.headWeight(), frozen: false };
   }
 
   /** Logits [N, vocab] from final hidden states [N, hidden]. */
   logits(hidden: tf.Tensor2D, frozen?: FrozenWeights): tf.Tensor2D {
     const t = frozen?.get(HEAD);
-    if (t) return tf.matMul(hidden, t);
-    const base = this.baseT.get(HEAD);
+    if (t) return matMulAgainstFrozen(hidden, t);
+    const base = this.base.get(HEAD);
     return base ? frozenLinear(hidden, base) : linear(hidden, this.headWeight());
   }
 
   /**
-   * Transposes every linear weight once ([out, in] → [in, out]) so that a run of tape-free passes
-   * (generation) pays no per-step transpose; wasm transposes are slow. The caller disposes the map.
+   * The linear weights and head of a run of tape-free passes (generation), read in place with no
+   * copy and no transpose (see `matMulAgainstFrozen`): the map holds the model's own tensors, so
+   * the caller must not dispose them. Empty for a frozen base, whose weights are read anyway.
    */
   freeze(): Map<string, tf.Tensor2D> {
     const out = new Map<string, tf.Tensor2D>();
-    // A frozen base is already transposed once for good: nothing to copy.
-    if (this.baseT.size > 0) return out;
+    if (this.base.size > 0) return out;
     for (const [name, v] of this.w) {
-      if (name.endsWith('_proj.weight')) out.set(name, tf.keep(tf.transpose(v as unknown as tf.Tensor2D)));
+      if (name.endsWith('_proj.weight')) out.set(name, v as unknown as tf.Tensor2D);
     }
-    out.set(HEAD, tf.keep(tf.transpose(this.headWeight())));
+    out.set(HEAD, this.headWeight());
     return out;
   }
 
@@ -156,9 +156,9 @@ export class Decoder {
   private proj(name: string, x: tf.Tensor2D, frozen: FrozenWeights | undefined): tf.Tensor2D {
     const bias = this.opt(name.replace(/\.weight$/, '.bias'));
     const t = frozen?.get(name);
-    const base = t ? undefined : this.baseT.get(name);
+    const base = t ? undefined : this.base.get(name);
     let y: tf.Tensor2D;
-    if (t) y = tf.matMul(x, t) as tf.Tensor2D;
+    if (t) y = matMulAgainstFrozen(x, t);
     else if (base) y = frozenLinear(x, base);
     else y = linear(x, this.t(name), bias);
     if (bias && (t || base)) y = tf.add(y, bias) as tf.Tensor2D;

@@ -139,7 +139,7 @@ export async function generateSequences(
   let pads = expand.map((u) => uniquePads[u]);
   const lens = expand.map((u) => promptIds[u].length);
 
-  // Weights cannot change during one call, so transpose them once for all its passes.
+  // Weights cannot change during one call: every pass reads them in place (nothing to free).
   const frozen = model.decoder.freeze();
   let cache: LayerCache[] | null = null;
   let logits: tf.Tensor2D | null = null;
@@ -193,7 +193,6 @@ export async function generateSequences(
   } finally {
     disposeCache(cache);
     if (logits && !logits.isDisposed) logits.dispose();
-    for (const t of frozen.values()) t.dispose();
   }
   return { sequences, logProbs, finished };
 }

@@ -5,6 +5,7 @@
  * log-softmax and its gradient hold several copies.
  */
 import * as tf from '@tensorflow/tfjs';
+import { tidyKeep } from '../backend/index.js';
 import { matMulAgainstFrozen } from './lora/frozen-linear.js';
 
 /** Bytes of logits-sized buffers one chunk may hold at once (default 64 MiB). */
@@ -28,57 +29,73 @@ function chunkLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): [tf.Tensor1D,
   return [tf.sub(picked, lse) as tf.Tensor1D, lse];
 }
 
-// Columns of a frozen head transposed at once in its backward pass (16 MiB of floats).
+// Vocabulary rows of the head multiplied at once in the backward pass (16 MiB of floats).
 const HEAD_BLOCK_FLOATS = 4 * 1024 * 1024;
 
 /**
- * d Σ dy·lp / d hidden for a frozen head kept as [H, V]: the vocabulary is walked in column blocks
- * (each transposed once), and every row chunk adds (onehot − softmax)·dy of that block times the
- * block's rows. The head is never copied whole (Qwen's is 622 MB), and softmax comes from the
- * forward pass's log Σ exp.
+ * d Σ dy·lp / d hidden, and when `trainable` d Σ dy·lp / d head, for a head w [V, H]: the
+ * vocabulary is walked in row blocks of w (each copied once, so the second operand of the hidden
+ * gradient's matmul is a fresh tensor, see `matMulAgainstFrozen`), and every row chunk adds
+ * (onehot − softmax)·dy of that block times the block's rows. The head is never copied whole
+ * (Qwen's is 622 MB), and softmax comes from the forward pass's log Σ exp.
  */
-function frozenHeadHiddenGrad(
+function headGrads(
   hid: tf.Tensor2D,
-  headT: tf.Tensor2D,
+  w: tf.Tensor2D,
   lse: tf.Tensor1D,
   dy: tf.Tensor,
   targets: ArrayLike<number>,
   chunkBytes: number,
-): tf.Tensor2D {
+  trainable: boolean,
+): [tf.Tensor2D, tf.Tensor2D | null] {
   const [n, h] = hid.shape;
-  const vocab = headT.shape[1];
+  const vocab = w.shape[0];
   const width = Math.max(1, Math.min(vocab, Math.floor(HEAD_BLOCK_FLOATS / h)));
   let dh: tf.Tensor2D = tf.zeros([n, h]);
+  const dHeadBlocks: tf.Tensor2D[] = [];
   for (let v0 = 0; v0 < vocab; v0 += width) {
-    const w = Math.min(width, vocab - v0);
-    const rows = logitsChunkRows(n, w, chunkBytes);
-    const next = tf.tidy(() => {
-      const block = tf.slice(headT, [0, v0], [h, w]);
-      const blockRows = tf.transpose(block);
+    const wv = Math.min(width, vocab - v0);
+    const rows = logitsChunkRows(n, wv, chunkBytes);
+    const [next, dBlock] = tidyKeep((): [tf.Tensor2D, tf.Tensor2D | null] => {
+      const block = tf.slice(w, [v0, 0], [wv, h]);
       const parts: tf.Tensor[] = [];
+      let dB: tf.Tensor | null = null;
       for (let r0 = 0; r0 < n; r0 += rows) {
         const m = Math.min(rows, n - r0);
-        parts.push(
-          tf.tidy(() => {
-            const p = tf.exp(tf.sub(tf.matMul(tf.slice(hid, [r0, 0], [m, h]), block), tf.reshape(tf.slice(lse, [r0], [m]), [m, 1])));
-            const g = tf.mul(tf.sub(oneHotRows(targets, r0, m, v0, w), p), tf.reshape(tf.slice(dy, [r0], [m]), [m, 1]));
-            return tf.matMul(g as tf.Tensor2D, blockRows);
-          }),
-        );
+        const [part, dPart] = tidyKeep((): [tf.Tensor, tf.Tensor | null] => {
+          const hc = tf.slice(hid, [r0, 0], [m, h]) as tf.Tensor2D;
+          const p = tf.exp(tf.sub(matMulAgainstFrozen(hc, block), tf.reshape(tf.slice(lse, [r0], [m]), [m, 1])));
+          const g = tf.mul(tf.sub(oneHotRows(targets, r0, m, v0, wv), p), tf.reshape(tf.slice(dy, [r0], [m]), [m, 1])) as tf.Tensor2D;
+          // gᵀ·hc: the [wv, H] rows of the head's gradient, in the head's own layout.
+          return [tf.matMul(g, block), trainable ? tf.matMul(tf.transpose(g), hc) : null];
+        });
+        parts.push(part);
+        if (dPart) {
+          const acc: tf.Tensor = dB ? tf.add(dB, dPart) : dPart;
+          if (dB) {
+            dB.dispose();
+            dPart.dispose();
+          }
+          dB = acc;
+        }
       }
-      return tf.add(dh, parts.length === 1 ? parts[0] : tf.concat(parts)) as tf.Tensor2D;
+      return [tf.add(dh, parts.length === 1 ? parts[0] : tf.concat(parts)) as tf.Tensor2D, dB as tf.Tensor2D | null];
     });
     dh.dispose();
     dh = next;
+    if (dBlock) dHeadBlocks.push(dBlock);
   }
-  return dh;
+  if (!trainable) return [dh, null];
+  const dHead = dHeadBlocks.length === 1 ? dHeadBlocks[0] : (tf.concat(dHeadBlocks) as tf.Tensor2D);
+  if (dHeadBlocks.length > 1) tf.dispose(dHeadBlocks);
+  return [dh, dHead];
 }
 
-/** The output head: its weight in Hugging Face layout [V, H], or pre-transposed [H, V] (frozen). */
+/** The output head: its weight in Hugging Face layout [V, H]. */
 export interface HeadWeight {
   readonly weight: tf.Tensor2D;
-  /** True when `weight` is [H, V] (a frozen base's pre-transposed copy). */
-  readonly transposed: boolean;
+  /** True for a frozen base's head (never a trainable variable). */
+  readonly frozen: boolean;
 }
 
 /**
@@ -107,55 +124,33 @@ export function chunkedTokenLogProbs(
 ): tf.Tensor1D {
   const [n, h] = hidden.shape;
   if (targets.length !== n) throw new Error(`chunkedTokenLogProbs: ${targets.length} targets for ${n} rows`);
-  const vocab = head.transposed ? head.weight.shape[1] : head.weight.shape[0];
+  const vocab = head.weight.shape[0];
   for (let i = 0; i < n; i++) {
     if (!(targets[i] >= 0 && targets[i] < vocab)) throw new Error(`chunkedTokenLogProbs: target ${targets[i]} outside [0, ${vocab}) at row ${i}`);
   }
   const rows = logitsChunkRows(n, vocab, chunkBytes);
   const spans: Array<[number, number]> = [];
   for (let r0 = 0; r0 < n; r0 += rows) spans.push([r0, Math.min(rows, n - r0)]);
-  const trainableHead = !head.transposed && head.weight instanceof tf.Variable && head.weight.trainable;
+  const trainableHead = !head.frozen && head.weight instanceof tf.Variable && head.weight.trainable;
 
   const op = tf.customGrad(((...args: Array<tf.Tensor | ((t: tf.Tensor[]) => void)>) => {
     const save = args[args.length - 1] as (t: tf.Tensor[]) => void;
     const hid = args[0] as tf.Tensor2D;
     const tgt = args[1] as tf.Tensor1D;
-    // One transposed copy per call: wasm's transpose-flag matmuls are ~10x slower.
-    const headT: tf.Tensor2D = head.transposed ? head.weight : tf.transpose(head.weight);
-    // A frozen head lives on: multiply against block copies (see matMulAgainstFrozen).
-    const logitsOf = (x: tf.Tensor2D): tf.Tensor2D => (head.transposed ? matMulAgainstFrozen(x, headT) : tf.matMul(x, headT));
-    const parts = spans.map(([r0, m]) => tf.tidy(() => chunkLogProbs(logitsOf(tf.slice(hid, [r0, 0], [m, h]) as tf.Tensor2D), tf.slice(tgt, [r0], [m]))));
+    // The head is read in place as the first matmul operand: no transposed or packed copy of it.
+    const parts = spans.map(([r0, m]) => tf.tidy(() => chunkLogProbs(matMulAgainstFrozen(tf.slice(hid, [r0, 0], [m, h]) as tf.Tensor2D, head.weight), tf.slice(tgt, [r0], [m]))));
     const lse = parts.length === 1 ? parts[0][1] : tf.concat(parts.map((p) => p[1]));
-    save([hid, tgt, headT, lse]);
-    if (!head.transposed) headT.dispose();
+    save([hid, tgt, lse]);
     const value = parts.length === 1 ? parts[0][0] : tf.concat(parts.map((p) => p[0]));
     return {
       value,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) =>
         tf.tidy(() => {
-          const [sh, st, sHeadT, sLse] = saved as [tf.Tensor2D, tf.Tensor1D, tf.Tensor2D, tf.Tensor1D];
-          if (head.transposed) return [frozenHeadHiddenGrad(sh, sHeadT, sLse, dy, targets, chunkBytes), tf.zerosLike(st)];
+          const [sh, st, sLse] = saved as [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D];
           // d lp_i / d logits_i = (onehot(target_i) − softmax(logits_i)) · dy_i.
-          const headRows = head.weight;
-          const dHidden: tf.Tensor[] = [];
-          let dHeadT: tf.Tensor | null = trainableHead ? tf.zerosLike(sHeadT) : null;
-          for (const [r0, m] of spans) {
-            const [dh, next] = tf.tidy(() => {
-              const hc = tf.slice(sh, [r0, 0], [m, h]);
-              const dyc = tf.reshape(tf.slice(dy, [r0], [m]), [m, 1]);
-              const onehot = oneHotRows(targets, r0, m, 0, vocab);
-              const g = tf.mul(tf.sub(onehot, tf.softmax(tf.matMul(hc, sHeadT))), dyc) as tf.Tensor2D;
-              return [tf.matMul(g, headRows), dHeadT ? tf.add(dHeadT, tf.matMul(tf.transpose(hc), g)) : null];
-            });
-            dHidden.push(dh);
-            if (dHeadT && next) {
-              dHeadT.dispose();
-              dHeadT = next;
-            }
-          }
-          const dh = dHidden.length === 1 ? dHidden[0] : tf.concat(dHidden);
+          const [dh, dHead] = headGrads(sh, head.weight, sLse, dy, targets, chunkBytes, trainableHead);
           const dTargets = tf.zerosLike(st);
-          return trainableHead && dHeadT ? [dh, dTargets, tf.transpose(dHeadT)] : [dh, dTargets];
+          return dHead ? [dh, dTargets, dHead] : [dh, dTargets];
         }),
     };
   }) as unknown as Parameters<typeof tf.customGrad>[0]);

@@ -10,6 +10,22 @@ import type { LoraSettings } from './lora/config.js';
 import { isAdapterDir, readAdapterDir } from './lora/peft-io.js';
 import type { F32Tensor } from './safetensors.js';
 import { loadCheckpointWeights } from './weights.js';
+import { MemoryBudgetError } from '../memory/errors.js';
+import { heldTensorBytes } from '../memory/plan.js';
+import { budgetBytes } from '../memory/settings.js';
+
+/**
+ * Refuses, before any tensor is made, weights that alone would not fit the memory budget next to
+ * the tensors already held (on wasm the allocation would otherwise abort the process).
+ */
+function checkWeightsFit(dir: string, weights: ReadonlyMap<string, F32Tensor>, what: string): void {
+  let floats = 0;
+  for (const w of weights.values()) floats += w.data.length;
+  const need = floats * 4;
+  const budget = budgetBytes();
+  const available = budget - heldTensorBytes();
+  if (need > available) throw new MemoryBudgetError(`loading ${what} ${dir} (${(floats / 1e6).toFixed(0)} M parameters as float32)`, need, available, budget);
+}
 
 /** Options of {@link loadCausalLM}. */
 export interface LoadCausalLMOptions {
@@ -87,6 +103,7 @@ export async function loadCausalLM(dir: string, options: LoadCausalLMOptions = {
   // Variables are created next: when nobody chose a backend yet (initBackend or tf.setBackend),
   // start the default one rather than let tfjs pick its own with a console nag.
   await ensureBackend();
+  checkWeightsFit(dir, weights, 'the model');
   return new TfCausalLM(cfg, raw, weights, genRaw);
 }
 
@@ -101,6 +118,7 @@ async function loadLora(dir: string, options: LoadCausalLMOptions): Promise<TfCa
   const base = await acquireFrozenBase(key, async () => {
     const c = readCheckpoint(dir, options);
     await ensureBackend();
+    checkWeightsFit(dir, c.weights, 'the frozen LoRA base');
     return new FrozenBase(key, dir, c.cfg, c.raw, c.genRaw, c.weights);
   });
   let adapter: LoraAdapter;

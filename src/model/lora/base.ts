@@ -1,7 +1,8 @@
 /**
  * A frozen base model shared by every LoRA model built on the same checkpoint: its weights are
- * plain tensors (never variables, so no gradients and no optimizer moments), linear weights stored
- * once pre-transposed to [in, out] (wasm's transposed matmuls are slow) and never duplicated.
+ * plain tensors (never variables, so no gradients and no optimizer moments) in Hugging Face layout,
+ * never duplicated; products with them go through `matMulAgainstFrozen` (frozen-linear.ts), which reads them in
+ * place.
  * Models acquire and release it; the last release frees it.
  */
 import * as fs from 'node:fs';
@@ -12,7 +13,7 @@ import type { F32Tensor, NamedTensor } from '../safetensors.js';
 import { expectedWeights } from '../weights.js';
 import type { LoraAdapter } from './adapter.js';
 
-/** The output head's key in {@link FrozenBase.transposed} (the embedding table, transposed, when tied). */
+/** The output head's key in {@link FrozenBase.linear} (the embedding table itself when tied). */
 export const HEAD_KEY = 'lm_head.weight';
 const EMBED = 'model.embed_tokens.weight';
 
@@ -22,10 +23,10 @@ function isLinear(name: string): boolean {
 
 /** Frozen weights of one checkpoint, reference-counted. */
 export class FrozenBase {
-  /** Embedding table (untied models), norms and biases, in HF layout. */
+  /** Embedding table (untied models), norms and biases. */
   readonly plain = new Map<string, tf.Tensor>();
-  /** `*_proj.weight` and the head as [in, out]. A tied model keeps only the transposed table. */
-  readonly transposed = new Map<string, tf.Tensor2D>();
+  /** `*_proj.weight` and the head, [out, in]. A tied model keeps its table here only, as the head. */
+  readonly linear = new Map<string, tf.Tensor2D>();
   private refs = 0;
   private onFree: (() => void) | null = null;
 
@@ -48,10 +49,7 @@ export class FrozenBase {
         if (!w) throw new Error(`frozen base ${dir}: weight '${s.name}' missing`);
         const tied = decoderConfig.tieWordEmbeddings && s.name === EMBED;
         if (isLinear(s.name) || s.name === HEAD_KEY || tied) {
-          // Transposed on the JS side: a tfjs transpose would hold the weight twice in the backend
-          // (Qwen's 622 MB embedding table in wasm's 4 GiB heap).
-          const [rows, cols] = s.shape as [number, number];
-          this.transposed.set(tied ? HEAD_KEY : s.name, tf.keep(tf.tensor2d(transposeRows(w.data, rows, cols), [cols, rows], 'float32')));
+          this.linear.set(tied ? HEAD_KEY : s.name, tf.keep(tf.tensor2d(w.data, s.shape as [number, number], 'float32')));
         } else {
           this.plain.set(s.name, tf.keep(tf.tensor(w.data, s.shape, 'float32')));
         }
@@ -92,9 +90,9 @@ export class FrozenBase {
     if (this.freed) return;
     this.freed = true;
     for (const t of this.plain.values()) t.dispose();
-    for (const t of this.transposed.values()) t.dispose();
+    for (const t of this.linear.values()) t.dispose();
     this.plain.clear();
-    this.transposed.clear();
+    this.linear.clear();
     this.onFree?.();
   }
 
@@ -107,7 +105,7 @@ export class FrozenBase {
   bytes(): number {
     let n = 0;
     for (const t of this.plain.values()) n += t.size;
-    for (const t of this.transposed.values()) n += t.size;
+    for (const t of this.linear.values()) n += t.size;
     return 4 * n;
   }
 
@@ -122,11 +120,10 @@ export class FrozenBase {
       const t = tf.tidy(() => {
         const plain = this.plain.get(s.name);
         if (plain) return plain.clone();
-        const wT = this.transposed.get(tiedEmbed ? HEAD_KEY : s.name);
-        if (!wT) throw new Error(`frozen base ${this.dir}: weight '${s.name}' missing`);
-        const w = tf.transpose(wT);
+        const w = this.linear.get(tiedEmbed ? HEAD_KEY : s.name);
+        if (!w) throw new Error(`frozen base ${this.dir}: weight '${s.name}' missing`);
         const d = isLinear(s.name) ? adapter?.deltaWeight(s.name) : null;
-        return d ? tf.add(w, d) : w;
+        return d ? tf.add(w, d) : w.clone();
       });
       out.push({ name: s.name, shape: s.shape, data: (await t.data()) as Float32Array });
       t.dispose();
@@ -176,21 +173,4 @@ export async function acquireFrozenBase(key: string, load: () => Promise<FrozenB
 /** Frozen bases currently alive (tests and memory reports). */
 export async function liveFrozenBases(): Promise<FrozenBase[]> {
   return Promise.all([...registry.values()]);
-}
-
-/** The [cols, rows] transpose of a row-major [rows, cols] matrix, in blocks that stay in cache. */
-function transposeRows(data: Float32Array, rows: number, cols: number): Float32Array {
-  const out = new Float32Array(rows * cols);
-  const B = 64;
-  for (let r0 = 0; r0 < rows; r0 += B) {
-    const r1 = Math.min(rows, r0 + B);
-    for (let c0 = 0; c0 < cols; c0 += B) {
-      const c1 = Math.min(cols, c0 + B);
-      for (let r = r0; r < r1; r++) {
-        const src = r * cols;
-        for (let c = c0; c < c1; c++) out[c * rows + r] = data[src + c];
-      }
-    }
-  }
-  return out;
 }
