@@ -18,7 +18,7 @@ import { benchTldrHouseBuild } from './rewards.js';
 import { benchCoopHE } from './coophe.js';
 import { benchMagrpoStep } from './magrpo.js';
 import { benchExampleConfigs, printConfigTable } from './configs.js';
-import { benchMemory, printMemoryTable } from './memory.js';
+import { benchMemory, memoryBenchSetting, printMemoryTable } from './memory.js';
 import { benchCollmCCItem } from './collm.js';
 
 type Figures = Record<string, number>;
@@ -144,8 +144,9 @@ async function main(): Promise<void> {
   // Long runs (minutes): only when named.
   if (only.has('configs')) printConfigTable(await benchExampleConfigs());
   if (only.has('memory')) {
-    const like = process.env.COMLRL_BENCH_LIKE === 'qwen3-1.7b' ? 'qwen3-1.7b' : 'qwen3-0.6b';
-    printMemoryTable(await benchMemory(like), like, process.env.COMLRL_BACKEND ?? 'wasm');
+    const setting = memoryBenchSetting();
+    const { rows, params } = await benchMemory(setting);
+    printMemoryTable(rows, setting, params, process.env.COMLRL_BACKEND ?? 'wasm');
   }
   const backends = benchBackends();
   console.log(`# comlrl benchmark (${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}; backends: ${backends.join(', ')})`);
