@@ -17,6 +17,8 @@ export const TENSORFLOW_SUITE = [
   'test/collm-learning.test.ts', // learning
   'test/resume.test.ts', // exact resume
   'test/tensorflow-determinism.test.ts', // bit-identical repeats
+  'test/memory-model.test.ts', // blocked, chunked, recomputed and LoRA passes = one-shot
+  'test/lora.test.ts', // adapters: B = 0 equals the base, merged = adapter, flat tensors
 ];
 
 export default defineConfig({
