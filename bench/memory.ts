@@ -112,9 +112,14 @@ export async function benchMemory(setting: MemoryBenchSetting = memoryBenchSetti
       const configFile = path.join(work, file);
       fs.writeFileSync(configFile, stringify(doc));
       const t1 = performance.now();
-      const run = spawnSync(process.execPath, [cli, 'train', '--config', configFile, '--stop-after', '2'], { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, COMLRL_BACKEND: process.env.COMLRL_BACKEND ?? 'wasm' } });
+      // The run's output goes to a log file as it comes (a real-size item takes minutes): `tail -f` it.
+      const log = path.join(work, `${file}.log`);
+      console.error(`[bench memory] ${name}: training 2 items; progress in ${log}`);
+      const fd = fs.openSync(log, 'w');
+      const run = spawnSync(process.execPath, [cli, 'train', '--config', configFile, '--stop-after', '2'], { stdio: ['ignore', fd, fd], env: { ...process.env, COMLRL_BACKEND: process.env.COMLRL_BACKEND ?? 'wasm' } });
+      fs.closeSync(fd);
       const seconds = (performance.now() - t1) / 1000;
-      const text = `${run.stdout}\n${run.stderr}`;
+      const text = fs.readFileSync(log, 'utf8');
       const peakLine = text.split('\n').find((l) => l.includes('peak memory:'))?.replace('[comlrl] peak memory: ', '') ?? '–';
       const error = run.status === 0 ? '' : (text.split('\n').filter((l) => l.startsWith('comlrl')).pop() ?? '').slice(0, 300);
       out.push({ run: name, exit: run.status, secondsPerItem: seconds / 2, peakLine, error });
