@@ -105,8 +105,8 @@ export async function benchMemory(setting: MemoryBenchSetting = memoryBenchSetti
       const lora = setting.tuning === 'lora' ? { lora: LORA } : {};
       doc.model = { ...doc.model, agent_model: model, ...lora, ...(extra.model ?? {}) };
       doc.dataset = { ...doc.dataset, ...(extra.dataset ?? {}) };
-      doc[section] = { ...doc[section], max_new_tokens: setting.maxNewTokens, eval_interval: 0 };
       // eval_interval 0: no evaluation (any other value evaluates before the first item).
+      doc[section] = { ...doc[section], max_new_tokens: setting.maxNewTokens, eval_interval: 0 };
       // One row per pass and layer recomputation: a 0.6 B base already takes 2.25 GiB of wasm's 4.
       doc.memory = { micro_batch_size: 1, recompute: true, ...(setting.budget ? { budget: setting.budget } : {}) };
       doc.output = { ...doc.output, dir: path.join(work, 'runs', file), plots: false, eval_before_after: false, save_final_model: false };
