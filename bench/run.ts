@@ -20,7 +20,7 @@ import { benchTldrHouseBuild } from './rewards.js';
 import { benchCoopHE } from './coophe.js';
 import { benchMagrpoStep } from './magrpo.js';
 import { benchExampleConfigs, printConfigTable } from './configs.js';
-import { benchMemory, printMemoryTable } from './memory.js';
+import { benchMemory, memoryBenchSetting, printMemoryTable } from './memory.js';
 import { benchCapacity, printCapacityTable } from './capacity.js';
 import { benchCollmCCItem } from './collm.js';
 import { benchPaper, paperWorker } from './paper.js';
@@ -69,6 +69,20 @@ function torchBaseline(dir: string): Figures | null {
   best.threads = Math.max(own.threads, all.threads);
   best.threads_own = own.threads;
   return best;
+}
+
+/**
+ * Which BLAS library torch's matmul loaded (Debian's torch links the system libblas.so.3, which is
+ * OpenBLAS only when libopenblas0-pthread is installed; the reference BLAS is ~6× slower and makes
+ * every ratio look better than it is).
+ */
+function torchBlas(python = process.env.COMLRL_TORCH_PYTHON ?? '/usr/bin/python3'): string {
+  const probe = spawnSync(python, ['-c', "import torch; torch.ones(64, 64) @ torch.ones(64, 64); print('\\n'.join(sorted({l.split()[-1] for l in open('/proc/self/maps') if 'blas' in l.lower() or 'mkl' in l.lower()})))"], { encoding: 'utf8' });
+  if (probe.status !== 0) return 'unknown';
+  const libs = probe.stdout.split('\n').filter(Boolean);
+  const name = libs.some((l) => /openblas/i.test(l)) ? 'OpenBLAS' : libs.some((l) => /mkl/i.test(l)) ? 'MKL' : libs.length > 0 ? 'reference BLAS (slow: install libopenblas0-pthread)' : 'none found';
+  const lib = libs.find((l) => /libopenblas|mkl_rt|libblas/.test(l));
+  return lib ? `${name}, ${lib}` : name;
 }
 
 const fmt = (x: number | undefined, digits = 1): string =>
@@ -153,10 +167,13 @@ async function main(): Promise<void> {
   }
   if (only.has('configs')) printConfigTable(await benchExampleConfigs());
   if (only.has('memory')) {
-    const like = process.env.COMLRL_BENCH_LIKE === 'qwen3-1.7b' ? 'qwen3-1.7b' : 'qwen3-0.6b';
-    printMemoryTable(await benchMemory(like), like, process.env.COMLRL_BACKEND ?? 'wasm');
+    const setting = memoryBenchSetting();
+    const { rows, params } = await benchMemory(setting);
+    printMemoryTable(rows, setting, params, process.env.COMLRL_BACKEND ?? 'wasm');
   }
   if (only.has('capacity')) printCapacityTable(await benchCapacity(), process.env.COMLRL_BACKEND ?? 'wasm');
+  // Only long runs named: nothing else to measure.
+  if (only.size > 0 && [...only].every((n) => ['paper', 'configs', 'memory', 'capacity'].includes(n))) return;
   const backends = benchBackends();
   console.log(`# comlrl benchmark (${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}; backends: ${backends.join(', ')})`);
 
@@ -167,7 +184,7 @@ async function main(): Promise<void> {
       const runs = new Map(backends.map((b) => [b, onBackend(b, 'model', dir)] as const));
       const torch = torchBaseline(dir);
       console.log(`\nmodel: Qwen3 vocab ${BENCH_SHAPE.vocab}, hidden ${BENCH_SHAPE.hidden}, ${BENCH_SHAPE.layers} layers, batch ${BENCH_SHAPE.batch} × ${BENCH_SHAPE.seq}` +
-        (torch ? `; PyTorch ${torch.torch}, ${torch.threads_own !== undefined ? `best of ${torch.threads_own} and ${torch.threads} threads per figure` : `${torch.threads} threads`} (matmul ${fmt(torch.matmul_gflops, 0)} GFLOP/s)` : ''));
+        (torch ? `; PyTorch ${torch.torch} with ${torchBlas()}, ${torch.threads_own !== undefined ? `best of ${torch.threads_own} and ${torch.threads} threads per figure` : `${torch.threads} threads`} (matmul ${fmt(torch.matmul_gflops, 0)} GFLOP/s)` : ''));
       const rates = new Set(['score_tokens_per_s', 'gen_tokens_per_s', 'gen_recompute_tokens_per_s']);
       sideBySide('Model (ms; tokens/s)', ['forward_ms', 'fwd_bwd_ms', 'adamw_step_ms', 'score_tokens_per_s', 'gen_tokens_per_s'], runs, torch, rates);
       sideBySide('Model, more figures', ['gen_recompute_tokens_per_s', 'gen_cache_speedup', 'params'], runs, null, rates);

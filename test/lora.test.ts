@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
+import { backendUnderTest } from './backend-under-test.js';
 import { AdamW } from '../src/optim/adamw.js';
 import {
   createTinyModel,
@@ -58,7 +59,7 @@ let tiny: string;
 
 beforeAll(async () => {
   setBackendLogger(null);
-  await initBackend('wasm');
+  await initBackend(backendUnderTest('wasm'));
   tmp = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-lora-'));
   tiny = path.join(tmp, 'tiny');
   await createTinyModel({ dir: tiny, arch: 'qwen3', seed: 3, hiddenSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2, intermediateSize: 48 });

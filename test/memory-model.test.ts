@@ -4,6 +4,7 @@ import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
+import { backendUnderTest, backendsUnderTest } from './backend-under-test.js';
 import { createTinyModel, loadCausalLM, type TfCausalLM } from '../src/model/index.js';
 import { chunkedTokenLogProbs, type HeadWeight } from '../src/model/lm-head.js';
 
@@ -46,7 +47,7 @@ beforeAll(() => {
 });
 afterAll(() => fs.rmSync(root, { recursive: true, force: true }));
 
-for (const backend of ['wasm', 'cpu'] as const) {
+for (const backend of backendsUnderTest(['wasm', 'cpu'])) {
   describe(`memory-bounded passes equal one-shot passes (${backend})`, () => {
     let model: TfCausalLM;
     let reference: { loss: number; grads: Map<string, Float32Array> };
@@ -96,7 +97,7 @@ describe('memory-bounded passes with LoRA adapters (dropout on)', () => {
   let lora: { dropoutPasses: number };
   let reference: { loss: number; grads: Map<string, Float32Array> };
   beforeAll(async () => {
-    await initBackend('wasm');
+    await initBackend(backendUnderTest('wasm'));
     const dir = path.join(root, 'lora-base');
     await createTinyModel({ dir, arch: 'qwen3', seed: 6, tokenizer: 'word', hiddenSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2, intermediateSize: 48 });
     model = await loadCausalLM(dir, {
@@ -130,7 +131,7 @@ describe('memory-bounded passes with LoRA adapters (dropout on)', () => {
 
 describe('vocabulary log-probs through a frozen head', () => {
   it('give the values and hidden-state gradients of the [V, H] head, in vocabulary blocks and row chunks', async () => {
-    await initBackend('wasm');
+    await initBackend(backendUnderTest('wasm'));
     const hidden = tf.randomNormal([7, 16], 0, 1, 'float32', 1) as tf.Tensor2D;
     const w = tf.randomNormal([37, 16], 0, 1, 'float32', 2) as tf.Tensor2D;
     const wT = tf.transpose(w) as tf.Tensor2D;

@@ -139,3 +139,31 @@ function attentionGrad(dy: tf.Tensor, saved: tf.Tensor[], mask: AttentionMask, s
     return [dq, transposeLast2(dk), dv];
   });
 }
+
+/**
+ * Attention of one new position per row against its cache (a KV-cache decoding step): `q`
+ * [b, 1, heads, d] (already scaled by 1/√d; with one position, the memory order of
+ * [b, heads, 1, d]), `kT` [b, kvHeads, d, K] and `v` [b, kvHeads, K, d], the new position last.
+ * Returns [b, heads·d]. Same arithmetic as {@link blockedAttention} on one query, without its
+ * blocking and custom gradient: a decoding step is a few small kernels whose count, not their
+ * arithmetic, sets its time on tensorflow (bench/model.ts, generation row).
+ */
+export function stepAttention(q: tf.Tensor4D, kT: tf.Tensor4D, v: tf.Tensor4D, mask: AttentionMask): tf.Tensor2D {
+  const [b, , nh, d] = q.shape;
+  const [, kv, , keys] = kT.shape;
+  const rep = nh / kv;
+  let scores = batchedMatMul(tf.reshape(q, [b * kv, rep, d]), tf.reshape(kT, [b * kv, d, keys]));
+  // The new position is the last key slot, so the causal part of the mask is empty: only padded
+  // rows need a bias.
+  if (mask.pads?.some((p) => p > 0)) {
+    const bias = paddedCausalBias(mask.pads, 1, keys);
+    scores = tf.reshape(tf.add(tf.reshape(scores, [b, kv, rep, keys]), bias), [b * kv, rep, keys]);
+  }
+  const out = batchedMatMul(tf.softmax(scores), tf.reshape(v, [b * kv, keys, d]));
+  return tf.reshape(out, [b, nh * d]);
+}
+
+/** [n, m, k]·[n, k, p] in one kernel where that is the fast path (see `rawMatMul`). */
+function batchedMatMul(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
+  return a.shape[1] <= 4 || tf.getBackend() === 'tensorflow' ? tf.matMul(a, b) : (rawMatMul(a, b) as tf.Tensor3D);
+}

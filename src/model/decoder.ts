@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { gatherRows, linear, tidyKeep } from '../backend/index.js';
-import { blockedAttention, type AttentionMask } from './attention.js';
+import { blockedAttention, stepAttention, type AttentionMask } from './attention.js';
 import type { HeadWeight } from './lm-head.js';
 import type { DecoderConfig } from './config.js';
 import { frozenLinear, matMulAgainstFrozen } from './lora/frozen-linear.js';
@@ -236,6 +236,16 @@ export class Decoder {
     if (this.cfg.qkNorm) {
       q = rmsNorm(q, this.t(`${p}self_attn.q_norm.weight`), eps);
       k = rmsNorm(k, this.t(`${p}self_attn.k_norm.weight`), eps);
+    }
+    if (past && s === 1) {
+      // A decoding step: with one position per row, [b, 1, heads, d] is laid out as
+      // [b, heads, 1, d], so RoPE applies in place and the new key and value join the cache by
+      // reshapes, not transposes (fewer kernels per step; see stepAttention).
+      const qs: tf.Tensor4D = tf.mul(applyRotary(q, ctx.cos, ctx.sin), 1 / Math.sqrt(d));
+      const kT = tf.concat([past.kT, tf.reshape(applyRotary(k, ctx.cos, ctx.sin), [b, kv, d, 1])], 3) as tf.Tensor4D;
+      const v = tf.concat([past.v, tf.reshape(v0, [b, kv, 1, d])], 2) as tf.Tensor4D;
+      const out = this.proj(`${p}self_attn.o_proj.weight`, stepAttention(qs, kT, v, ctx.mask), ctx.frozen);
+      return { out, layerCache: { kT, v } };
     }
     // [B, heads, S, d]; the 1/sqrt(d) scale is folded into q.
     const qh: tf.Tensor4D = tf.mul(applyRotary(tf.transpose(q, [0, 2, 1, 3]), ctx.cos, ctx.sin), 1 / Math.sqrt(d));
