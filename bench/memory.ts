@@ -28,7 +28,8 @@ const cli = path.join(repoRoot, 'dist', 'cli', 'main.js');
 
 interface MemoryRun {
   run: string;
-  exit: number | null;
+  /** The exit code, or the signal that ended the run (`SIGKILL`: most likely the system's OOM killer). */
+  exit: number | string;
   secondsPerItem: number;
   peakLine: string;
   error: string;
@@ -123,8 +124,9 @@ export async function benchMemory(setting: MemoryBenchSetting = memoryBenchSetti
       const text = fs.readFileSync(log, 'utf8');
       const peakLine = text.split('\n').find((l) => l.includes('peak memory:'))?.replace('[comlrl] peak memory: ', '') ?? '–';
       const error = run.status === 0 ? '' : (text.split('\n').filter((l) => l.startsWith('comlrl')).pop() ?? '').slice(0, 300);
-      out.push({ run: name, exit: run.status, secondsPerItem: seconds / 2, peakLine, error });
-      console.error(`[bench memory] ${name}: exit ${run.status}, ${(seconds / 2).toFixed(0)} s per item · ${peakLine}${error ? ` · ${error}` : ''}`);
+      const exit = run.status ?? (run.signal === 'SIGKILL' ? 'SIGKILL (killed, most likely by the system for memory)' : String(run.signal));
+      out.push({ run: name, exit, secondsPerItem: seconds / 2, peakLine, error });
+      console.error(`[bench memory] ${name}: exit ${exit}, ${(seconds / 2).toFixed(0)} s per item · ${peakLine}${error ? ` · ${error}` : ''}`);
     }
   } finally {
     fs.rmSync(work, { recursive: true, force: true });

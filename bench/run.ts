@@ -24,6 +24,7 @@ import { benchMemory, memoryBenchSetting, printMemoryTable } from './memory.js';
 import { benchCapacity, printCapacityTable } from './capacity.js';
 import { benchCollmCCItem } from './collm.js';
 import { benchPaper, paperWorker } from './paper.js';
+import { benchMatmul } from './matmul.js';
 
 type Figures = Record<string, number>;
 
@@ -81,7 +82,8 @@ function torchBlas(python = process.env.COMLRL_TORCH_PYTHON ?? '/usr/bin/python3
   if (probe.status !== 0) return 'unknown';
   const libs = probe.stdout.split('\n').filter(Boolean);
   const name = libs.some((l) => /openblas/i.test(l)) ? 'OpenBLAS' : libs.some((l) => /mkl/i.test(l)) ? 'MKL' : libs.length > 0 ? 'reference BLAS (slow: install libopenblas0-pthread)' : 'none found';
-  const lib = libs.find((l) => /libopenblas|mkl_rt|libblas/.test(l));
+  // libblas.so.3 is the alternatives link that loads the real one: name the library doing the work.
+  const lib = libs.find((l) => /openblas/i.test(l)) ?? libs.find((l) => /mkl/i.test(l)) ?? libs.find((l) => /libblas/.test(l));
   return lib ? `${name}, ${lib}` : name;
 }
 
@@ -96,20 +98,21 @@ function section(title: string, figures: Figures): void {
 }
 
 const CHILD_TAG = 'BENCH_JSON ';
-type ChildSection = 'model' | 'magrpo' | 'collm';
+type ChildSection = 'model' | 'magrpo' | 'collm' | 'matmul';
 
 /** Runs one backend-dependent section in this process and prints its figures as one JSON line. */
 async function child(name: ChildSection, dir: string | undefined): Promise<void> {
-  const figures = name === 'model' ? await benchModel({ dir }) : name === 'magrpo' ? await benchMagrpoStep() : await benchCollmCCItem();
+  const figures =
+    name === 'model' ? await benchModel({ dir }) : name === 'magrpo' ? await benchMagrpoStep() : name === 'matmul' ? await benchMatmul() : await benchCollmCCItem();
   console.log(CHILD_TAG + JSON.stringify(figures));
 }
 
 /** Runs `name` on `backend` in a fresh Node process (backends are process-global); null on failure. */
-function onBackend(backend: BackendName, name: ChildSection, dir?: string): Figures | null {
+function onBackend(backend: BackendName, name: ChildSection, dir?: string, env: NodeJS.ProcessEnv = {}): Figures | null {
   const self = fileURLToPath(import.meta.url);
   const r = spawnSync(process.execPath, [self, '--child', name, ...(dir ? [dir] : [])], {
     encoding: 'utf8',
-    env: { ...process.env, COMLRL_BACKEND: backend },
+    env: { ...process.env, ...env, COMLRL_BACKEND: backend },
     stdio: ['ignore', 'pipe', 'pipe'],
     maxBuffer: 1 << 24,
   });
@@ -132,7 +135,7 @@ function benchBackends(): BackendName[] {
 }
 
 /** One row per figure, one column per backend (+ PyTorch and the last backend's ratio to it). */
-function sideBySide(title: string, keys: readonly string[], runs: Map<BackendName, Figures | null>, torch: Figures | null = null, rateKeys: ReadonlySet<string> = new Set()): void {
+function sideBySide(title: string, keys: readonly string[], runs: Map<string, Figures | null>, torch: Figures | null = null, rateKeys: ReadonlySet<string> = new Set()): void {
   const backends = [...runs.keys()];
   const last = backends[backends.length - 1];
   console.log(`\n## ${title}\n`);
@@ -192,6 +195,16 @@ async function main(): Promise<void> {
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
+  }
+  if (want('matmul')) {
+    // TensorFlow twice: its oneDNN kernels (the default) and its Eigen ones (TF_ENABLE_ONEDNN_OPTS=0).
+    const runs = new Map<string, Figures | null>();
+    for (const b of backends) {
+      runs.set(b, onBackend(b, 'matmul'));
+      if (b === 'tensorflow') runs.set('tensorflow, TF_ENABLE_ONEDNN_OPTS=0', onBackend(b, 'matmul', undefined, { TF_ENABLE_ONEDNN_OPTS: '0' }));
+    }
+    const keys = [4, 300].flatMap((n) => ['frozen', 'linear', 'flag', 'pretransposed'].map((k) => `${k}_${n}rows_ms`));
+    sideBySide('x · Wᵀ for a [6144, 2048] Hugging Face weight (ms per call): frozen = matMulAgainstFrozen, linear = trainable layer, flag = tf.matMul(x, W, false, true), pretransposed = W transposed once beforehand', keys, runs);
   }
   if (want('rewards')) section('TLDR and HouseBuild rewards (issue 3)', await benchTldrHouseBuild());
   if (want('coophe')) section('CoopHE rewards (issue 3)', await benchCoopHE());

@@ -37,6 +37,8 @@ export interface TrainerHandle {
   train(onItemEnd: () => Promise<void>, options?: { skipFirstEval?: boolean }): Promise<void>;
   evaluate(): Promise<{ metrics: MetricRecord; episodes: EvalEpisode<unknown, unknown>[] }>;
   exportState(): SerializableTrainerState;
+  /** exportState() written into `dir` with the AdamW moments streamed one by one (see TrainerBase.writeState). */
+  writeState(dir: string): Promise<void>;
   importState(state: SerializableTrainerState): void;
   /** Agents (and critics and heads) in the trainer's layout: `dir/agent_i/`, critics as the trainer saves them. */
   save(dir: string): Promise<void>;
@@ -322,6 +324,7 @@ interface AnyTrainer {
   train(options: { onItemEnd?: () => Promise<void>; skipFirstEval?: boolean }): Promise<void>;
   evaluate(): Promise<{ metrics: MetricRecord; episodes: EvalEpisode<unknown, unknown>[] }>;
   save(dir: string): Promise<unknown>;
+  writeState(dir: string): Promise<void>;
 }
 
 function handle(
@@ -353,6 +356,7 @@ function handle(
       return { metrics: r.metrics, episodes: r.episodes };
     },
     exportState,
+    writeState: (dir) => t.writeState(dir),
     importState,
     save: async (dir) => {
       await t.save(dir);

@@ -142,7 +142,6 @@ function tfjsNodeDir(dir) {
 function verify(dir) {
   const probe = `
     process.env.TF_CPP_MIN_LOG_LEVEL = '2';
-    process.env.TF_ENABLE_ONEDNN_OPTS = '0';
     const path = require('node:path');
     const tfjsMain = require.resolve('@tensorflow/tfjs', { paths: [${JSON.stringify(ROOT)}] });
     const fromNode = require.resolve('@tensorflow/tfjs', { paths: [${JSON.stringify(tfjsNodeDir(dir))}] });

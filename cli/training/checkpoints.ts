@@ -6,7 +6,6 @@
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { checkpointName, listCheckpoints, writeCheckpointAtomically } from '../../src/checkpoint/atomic.js';
-import { writeTrainerState } from '../../src/checkpoint/state.js';
 import { runConfigToDocument } from '../../src/config/schema.js';
 import { writePlots } from '../../src/logging/plots.js';
 import type { TypedRunConfig } from '../schemas.js';
@@ -52,7 +51,7 @@ export class Checkpointer {
     await writeCheckpointAtomically(dir, { step, configHash: hash }, async (tmp) => {
       await metrics.withoutLogging(() => trainer.save(tmp));
       await testPause('checkpoint-write', step);
-      await writeTrainerState(tmp, trainer.exportState());
+      await trainer.writeState(tmp);
       const rs = { step, cursor: trainer.cursor, env_step: trainer.envSteps, metrics_rows: metrics.rows().length, elapsed_s: elapsed, tokens: this.o.counter.total, trainer: config.trainer, config_hash: hash };
       await fs.writeFile(path.join(tmp, RUN_STATE_FILE), `${JSON.stringify(rs, null, 2)}\n`);
       await fs.writeFile(path.join(tmp, CHECKPOINT_CONFIG_FILE), `${JSON.stringify(runConfigToDocument(config), null, 2)}\n`);

@@ -65,10 +65,38 @@ export function matMul<T extends tf.Tensor>(a: T, b: tf.Tensor): T {
   return matMulGrad(a, b) as T;
 }
 
+/**
+ * x [N, in] · wᵀ for a Hugging Face weight w [out, in] → [N, out], with w read in place: no copy
+ * or transpose of the weight per call. Not differentiable by itself (a building block for
+ * `linear` and the frozen-base products).
+ *
+ * wasm: XNNPACK packs a matmul's SECOND operand into a private buffer cached as long as that
+ * tensor lives, so x · (a long-lived weight) would keep a second copy of every weight (an
+ * out-of-memory abort at Qwen3-0.6B's size), and copying the weight before each product costs more
+ * than the product at decode time (a 1-row step of a 0.6 B model took 2.4 s). The weight goes
+ * FIRST, which XNNPACK reads in place: y = (W · xᵀ)ᵀ, the small xᵀ packed and freed with it
+ * (1 thread, [3072, 1024] weight: 1.7 ms at 1 row, 1.3 ms at 4, 51 ms at 300, against 18, 63 and
+ * 56 ms copying column blocks). Intermediates are freed at once, also inside a tidy scope: at a
+ * 150k vocabulary each is as large as the result.
+ * TensorFlow: oneDNN's matmul (TF's default) reads a transposed second operand in place, so one
+ * transpose-flag matmul is the whole product.
+ * `npm run bench -- matmul` measures both against a weight transposed beforehand.
+ */
+export function matMulWeightT(x: tf.Tensor2D, w: tf.Tensor2D): tf.Tensor2D {
+  if (tf.getBackend() !== 'wasm') return tf.matMul(x, w, false, true);
+  const xT = tf.transpose(x);
+  const yT: tf.Tensor2D = tf.matMul(w, xT);
+  xT.dispose();
+  if (x.shape[0] === 1) return tf.reshape(yT, [1, w.shape[0]]);
+  const y: tf.Tensor2D = tf.transpose(yT);
+  yT.dispose();
+  return y;
+}
+
 const linearGrad = custom(([x, w], save) => {
   save([x, w]);
   return {
-    value: tf.matMul(x as tf.Tensor2D, tf.transpose(w as tf.Tensor2D)),
+    value: matMulWeightT(x as tf.Tensor2D, w as tf.Tensor2D),
     // d/dx = dy·W ; d/dW = dyᵀ·x, already in W's [out, in] layout.
     gradFunc: (dy, [sx, sw]) => [
       tf.matMul(dy as tf.Tensor2D, sw as tf.Tensor2D),

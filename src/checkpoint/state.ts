@@ -8,8 +8,8 @@ import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { readSafetensors, writeSafetensors, type NamedTensor } from '../model/safetensors.js';
-import type { AdamWState } from '../optim/adamw.js';
+import { readSafetensors, writeSafetensors, type DeferredNamedTensor, type NamedTensor } from '../model/safetensors.js';
+import type { AdamW, AdamWState } from '../optim/adamw.js';
 import type { AdamWConfig } from '../optim/config.js';
 import { CheckpointError } from './atomic.js';
 
@@ -74,16 +74,30 @@ export function parseStateJson(text: string): unknown {
 /**
  * Writes a trainer snapshot into `dir`: `optimizer.safetensors` with tensors `opt{k}.m.{i}` and
  * `opt{k}.v.{i}` (1-D float32), and `trainer_state.json` with everything else plus each
- * optimizer's step counts, variable sizes and settings.
+ * optimizer's step counts, variable sizes and settings. With `live`, the moments come from those
+ * optimizers (the state then carries none), each copied to the host just before it is written:
+ * a large run never holds all of them on the host at once.
  */
-export async function writeTrainerState(dir: string, state: SerializableTrainerState): Promise<void> {
+export async function writeTrainerState(dir: string, state: SerializableTrainerState, live?: readonly AdamW[]): Promise<void> {
   await fs.mkdir(dir, { recursive: true });
-  const tensors: NamedTensor[] = [];
-  const metas = state.optimizers.map((o, k) => {
-    o.m.forEach((m, i) => tensors.push({ name: `opt${k}.m.${i}`, shape: [m.length], data: m }));
-    o.v.forEach((v, i) => tensors.push({ name: `opt${k}.v.${i}`, shape: [v.length], data: v }));
-    return { step: o.step, paramSteps: [...o.paramSteps], sizes: o.m.map((m) => m.length), config: { ...o.config } };
-  });
+  const tensors: (NamedTensor | DeferredNamedTensor)[] = [];
+  let metas;
+  if (live) {
+    // Moments straight from the live optimizers, one at a time as they are written.
+    if (state.optimizers.length > 0) throw new Error('writeTrainerState: give the optimizers either in the state or live, not both');
+    metas = live.map((o, k) => {
+      const sizes = o.variables.map((v) => v.size);
+      for (const which of ['m', 'v'] as const) sizes.forEach((size, i) => tensors.push({ name: `opt${k}.${which}.${i}`, shape: [size], read: () => o.momentValues(i, which) }));
+      const meta = o.getMeta();
+      return { step: meta.step, paramSteps: [...meta.paramSteps], sizes, config: { ...meta.config } };
+    });
+  } else {
+    metas = state.optimizers.map((o, k) => {
+      o.m.forEach((m, i) => tensors.push({ name: `opt${k}.m.${i}`, shape: [m.length], data: m }));
+      o.v.forEach((v, i) => tensors.push({ name: `opt${k}.v.${i}`, shape: [v.length], data: v }));
+      return { step: o.step, paramSteps: [...o.paramSteps], sizes: o.m.map((m) => m.length), config: { ...o.config } };
+    });
+  }
   writeSafetensors(path.join(dir, OPTIMIZER_STATE_FILE), tensors, 'F32', { format: 'comlrl-optimizer' });
   const { optimizers: _omitted, ...rest } = state;
   await fs.writeFile(path.join(dir, TRAINER_STATE_FILE), `${stringifyStateJson({ ...rest, optimizers: metas })}\n`);

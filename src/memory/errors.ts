@@ -3,6 +3,7 @@
  * backend's own crashes (wasm's `memory access out of bounds`, `Aborted()`) translated.
  */
 import { formatBytes } from '../logging/format.js';
+import { RAM_HEADROOM, type RamState } from './machine.js';
 
 /** What a user can turn down, named as config keys. */
 export const MEMORY_KNOBS = [
@@ -22,12 +23,16 @@ export class MemoryBudgetError extends Error {
     readonly estimateBytes: number,
     readonly availableBytes: number,
     readonly budgetBytes: number,
+    /** Set when the machine's RAM, not the budget, left too little (backends other than wasm). */
+    readonly ram: RamState | null = null,
   ) {
-    super(
-      `not enough memory for ${pass}: it needs about ${formatBytes(estimateBytes)} but only ` +
-        `${formatBytes(Math.max(0, availableBytes))} of the ${formatBytes(budgetBytes)} budget is free ` +
-        `(the rest holds weights and optimizer state). Reduce one of: ${MEMORY_KNOBS.join('; ')}.`,
-    );
+    const free = ram
+      ? `${formatBytes(Math.max(0, availableBytes))} of this machine's ${formatBytes(ram.limitBytes)} of RAM is free ` +
+        `(the process holds ${formatBytes(ram.residentBytes)}, ${Math.round(RAM_HEADROOM * 100)}% is kept for the system; ` +
+        `memory.budget ${formatBytes(budgetBytes)} is more than this machine can give)`
+      : `${formatBytes(Math.max(0, availableBytes))} of the ${formatBytes(budgetBytes)} budget is free ` +
+        `(the rest holds weights and optimizer state)`;
+    super(`not enough memory for ${pass}: it needs about ${formatBytes(estimateBytes)} but only ${free}. Reduce one of: ${MEMORY_KNOBS.join('; ')}.`);
     this.name = 'MemoryBudgetError';
   }
 }

@@ -6,6 +6,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { MemoryBudgetError } from './errors.js';
 import { decoderShape, generationBytes, passBytes, variableBytes, type DecoderShape, type PassMode } from './estimate.js';
+import { ramState, reclaimHostMemory, type RamState } from './machine.js';
 import { budgetBytes, memorySettings, type ModelMemoryOptions } from './settings.js';
 
 /** What the planner needs of a model: its trainable variables (and, to estimate, its shapes). */
@@ -36,6 +37,39 @@ export interface MicroBatchOptions {
 /** Tensor bytes held right now (0 before a backend is set). */
 export function heldTensorBytes(): number {
   return (tf.getBackend() as string | null | undefined) ? tf.memory().numBytes : 0;
+}
+
+/** Bytes new tensors may take now, and what bounds them. */
+export interface FreeTensorMemory {
+  readonly bytes: number;
+  readonly budget: number;
+  /** Off wasm, when the machine's RAM leaves less than the budget: the RAM's state (named in errors). */
+  readonly ram: RamState | null;
+}
+
+/**
+ * The budget less the tensors held now; off wasm also no more than the machine's RAM leaves
+ * (see machine.ts), so that a budget set near the RAM is refused in words, not killed by the system.
+ */
+export function freeTensorMemory(): FreeTensorMemory {
+  const budget = budgetBytes();
+  const fromBudget = budget - heldTensorBytes();
+  const backend = tf.getBackend() as string | null | undefined;
+  if (!backend || backend === 'wasm') return { bytes: fromBudget, budget, ram: null };
+  const ram = ramState();
+  return ram.freeBytes < fromBudget ? { bytes: ram.freeBytes, budget, ram } : { bytes: fromBudget, budget, ram: null };
+}
+
+/**
+ * {@link freeTensorMemory}, measured again after a garbage collection when the RAM, not the
+ * budget, leaves less than `need`: host buffers nobody holds still count in the resident set
+ * until V8 collects them, and a refusal must not be made on their account.
+ */
+export function freeTensorMemoryFor(need: number): FreeTensorMemory {
+  const free = freeTensorMemory();
+  if (free.ram === null || free.bytes >= need) return free;
+  reclaimHostMemory();
+  return freeTensorMemory();
 }
 
 interface MemoryAware {
@@ -81,9 +115,9 @@ export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], s
   const shape = decoderShape(model);
   if (!shape || !isMemoryAware(model)) return chunk(rows, maxRows);
 
-  const budget = budgetBytes();
+  let free = freeTensorMemory();
   const accumulators = options.backward ? variableBytes(model.trainableVariables()) + variableBytes(options.extraTrainable ?? []) : 0;
-  const available = budget - heldTensorBytes() - accumulators;
+  let available = free.bytes - accumulators;
   const sizes = rows.map(sizeOf);
   const cost = (batch: readonly RowSize[], recompute: boolean) =>
     passBytes(
@@ -95,9 +129,15 @@ export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], s
   const largest = sizes.reduce((a, r) => (r.width > a.width || (r.width === a.width && r.scored > a.scored) ? r : a));
   let recompute = settings.recompute === true;
   if (settings.recompute === 'auto' && options.backward) recompute = cost([largest], false) > available;
-  const single = cost([largest], recompute);
+  let single = cost([largest], recompute);
+  if (single > available && free.ram !== null) {
+    free = freeTensorMemoryFor(single + accumulators);
+    available = free.bytes - accumulators;
+    if (settings.recompute === 'auto' && options.backward) recompute = cost([largest], false) > available;
+    single = cost([largest], recompute);
+  }
   if (single > available) {
-    throw new MemoryBudgetError(`${options.label} (1 row of ${largest.width} tokens)`, single, available, budget);
+    throw new MemoryBudgetError(`${options.label} (1 row of ${largest.width} tokens)`, single, available, free.budget, free.ram);
   }
   model.memory = { ...blockSizes(available), recompute };
 
@@ -135,15 +175,17 @@ export function generationBatchSize(model: PlannableModel, total: number, prompt
   const cap = settings.generationBatchSize === 'auto' ? total : Math.min(total, settings.generationBatchSize);
   const shape = decoderShape(model);
   if (!shape) return cap;
-  const budget = budgetBytes();
-  const available = budget - heldTensorBytes();
+  let free = freeTensorMemory();
+  const firstGuess = generationBytes(shape, 1, promptWidth, maxNewTokens, blockSizes(free.bytes).attentionBlockBytes);
+  if (firstGuess > free.bytes) free = freeTensorMemoryFor(firstGuess);
+  const available = free.bytes;
   const { attentionBlockBytes } = blockSizes(available);
   if (isMemoryAware(model)) model.memory = { ...model.memory, attentionBlockBytes };
-  // Generation reads every weight in place (Decoder.freeze copies nothing; see matMulAgainstFrozen).
+  // Generation reads every weight in place (Decoder.freeze copies nothing; see matMulWeightT).
   const fits = (n: number) => generationBytes(shape, n, promptWidth, maxNewTokens, attentionBlockBytes) <= available;
   if (!fits(1)) {
     const need = generationBytes(shape, 1, promptWidth, maxNewTokens, attentionBlockBytes);
-    throw new MemoryBudgetError(`${label} (1 sequence: ${promptWidth} prompt + ${maxNewTokens} new tokens)`, need, available, budget);
+    throw new MemoryBudgetError(`${label} (1 sequence: ${promptWidth} prompt + ${maxNewTokens} new tokens)`, need, available, free.budget, free.ram);
   }
   let lo = 1;
   let hi = cap;

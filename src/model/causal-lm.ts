@@ -9,7 +9,7 @@ import { Decoder } from './decoder.js';
 import { generateSequences, type GenerationMode } from './generate.js';
 import { chunkedTokenLogProbs, DEFAULT_LOGITS_CHUNK_BYTES } from './lm-head.js';
 import { RotaryTables, ropeInverseFrequencies } from './rope.js';
-import { writeSafetensors, type SafetensorsDtype } from './safetensors.js';
+import { writeSafetensors, type DeferredNamedTensor, type NamedTensor, type SafetensorsDtype } from './safetensors.js';
 import type { Architecture, CausalLM, CompletionScores, GenerationOutput, LoraInfo, ModelMemoryOptions, SamplingOptions } from './types.js';
 import { expectedWeights, type WeightSpec } from './weights.js';
 import type { LoraAdapter } from './lora/adapter.js';
@@ -264,11 +264,8 @@ export class TfCausalLM implements CausalLM {
       await writeAdapterDir(dir, this.lora.adapter, path.resolve(this.lora.base.dir), st);
       return;
     }
-    const tensors = [];
-    for (const s of this.specs) {
-      const data = (await this.vars.get(s.name)!.data()) as Float32Array;
-      tensors.push({ name: s.name, shape: s.shape, data });
-    }
+    // Each weight is copied to the host just before it is written: one weight at a time, not the model.
+    const tensors = this.specs.map((s) => ({ name: s.name, shape: s.shape, read: () => this.vars.get(s.name)!.dataSync() as Float32Array }));
     await this.writeFull(dir, tensors, dtype);
   }
 
@@ -284,7 +281,7 @@ export class TfCausalLM implements CausalLM {
     await this.writeFull(dir, await this.lora.base.mergedTensors(this.lora.adapter), dtype);
   }
 
-  private async writeFull(dir: string, tensors: { name: string; shape: number[]; data: Float32Array }[], dtype: 'float32' | 'bfloat16' | 'float16'): Promise<void> {
+  private async writeFull(dir: string, tensors: readonly (NamedTensor | DeferredNamedTensor)[], dtype: 'float32' | 'bfloat16' | 'float16'): Promise<void> {
     const st = DTYPES[dtype];
     fs.mkdirSync(dir, { recursive: true });
     writeSafetensors(path.join(dir, 'model.safetensors'), tensors, st);

@@ -11,8 +11,7 @@ import { isAdapterDir, readAdapterDir } from './lora/peft-io.js';
 import type { F32Tensor } from './safetensors.js';
 import { loadCheckpointWeights } from './weights.js';
 import { MemoryBudgetError } from '../memory/errors.js';
-import { heldTensorBytes } from '../memory/plan.js';
-import { budgetBytes } from '../memory/settings.js';
+import { freeTensorMemoryFor } from '../memory/plan.js';
 
 /**
  * Refuses, before any tensor is made, weights that alone would not fit the memory budget next to
@@ -22,9 +21,8 @@ function checkWeightsFit(dir: string, weights: ReadonlyMap<string, F32Tensor>, w
   let floats = 0;
   for (const w of weights.values()) floats += w.data.length;
   const need = floats * 4;
-  const budget = budgetBytes();
-  const available = budget - heldTensorBytes();
-  if (need > available) throw new MemoryBudgetError(`loading ${what} ${dir} (${(floats / 1e6).toFixed(0)} M parameters as float32)`, need, available, budget);
+  const free = freeTensorMemoryFor(need);
+  if (need > free.bytes) throw new MemoryBudgetError(`loading ${what} ${dir} (${(floats / 1e6).toFixed(0)} M parameters as float32)`, need, free.bytes, free.budget, free.ram);
 }
 
 /** Options of {@link loadCausalLM}. */

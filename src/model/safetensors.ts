@@ -230,13 +230,21 @@ export interface NamedTensor {
   data: Float32Array;
 }
 
+/** A tensor to write whose values are read only when it is written (e.g. copied from a backend). */
+export interface DeferredNamedTensor {
+  name: string;
+  shape: number[];
+  read: () => Float32Array;
+}
+
 /**
  * Writes tensors (in the given order) as a safetensors file with dtype F32, F16 or BF16.
- * Each tensor is converted and written on its own, so peak memory stays one tensor.
+ * Each tensor is converted and written on its own; a {@link DeferredNamedTensor} is read just
+ * before it is written and dropped after, so with deferred tensors peak memory is one tensor.
  */
 export function writeSafetensors(
   path: string,
-  tensors: readonly NamedTensor[],
+  tensors: readonly (NamedTensor | DeferredNamedTensor)[],
   dtype: SafetensorsDtype = 'F32',
   metadata: Record<string, string> = { format: 'pt' },
 ): void {
@@ -244,9 +252,14 @@ export function writeSafetensors(
   const width = BYTES[dtype];
   const header: Record<string, unknown> = {};
   let offset = 0;
+  const numelOf = (t: { shape: number[] }) => t.shape.reduce((a, b) => a * b, 1);
+  const checked = (t: { name: string; shape: number[] }, data: Float32Array): Float32Array => {
+    if (numelOf(t) !== data.length) throw new Error(`writeSafetensors ${path}: tensor '${t.name}' has ${data.length} values for shape [${t.shape.join(',')}]`);
+    return data;
+  };
   for (const t of tensors) {
-    const numel = t.shape.reduce((a, b) => a * b, 1);
-    if (numel !== t.data.length) throw new Error(`writeSafetensors ${path}: tensor '${t.name}' has ${t.data.length} values for shape [${t.shape.join(',')}]`);
+    const numel = numelOf(t);
+    if ('data' in t) checked(t, t.data);
     header[t.name] = { dtype, shape: t.shape, data_offsets: [offset, offset + numel * width] };
     offset += numel * width;
   }
@@ -261,10 +274,11 @@ export function writeSafetensors(
     fs.writeSync(fd, len);
     fs.writeSync(fd, jsonBytes);
     for (const t of tensors) {
+      const data = 'data' in t ? t.data : checked(t, t.read());
       const view =
         dtype === 'F32'
-          ? new Uint8Array(t.data.buffer, t.data.byteOffset, t.data.byteLength)
-          : new Uint8Array((dtype === 'BF16' ? f32ToBf16(t.data) : f32ToF16(t.data)).buffer);
+          ? new Uint8Array(data.buffer, data.byteOffset, data.byteLength)
+          : new Uint8Array((dtype === 'BF16' ? f32ToBf16(data) : f32ToF16(data)).buffer);
       let done = 0;
       while (done < view.length) done += fs.writeSync(fd, view, done, view.length - done);
     }

@@ -132,20 +132,27 @@ export class AdamW {
 
   /** A snapshot that {@link AdamW.setState} restores exactly (moments copied to the host). */
   getState(): AdamWState {
-    const m: Float32Array[] = [];
-    const v: Float32Array[] = [];
-    this.slots.forEach((slot, i) => {
-      const size = this.variables[i].size;
-      m.push(slot ? Float32Array.from(slot.m.dataSync() as Float32Array) : new Float32Array(size));
-      v.push(slot ? Float32Array.from(slot.v.dataSync() as Float32Array) : new Float32Array(size));
-    });
+    return {
+      ...this.getMeta(),
+      m: this.variables.map((_, i) => this.momentValues(i, 'm')),
+      v: this.variables.map((_, i) => this.momentValues(i, 'v')),
+    };
+  }
+
+  /** {@link AdamW.getState} without the moments: what a checkpoint writer needs before it streams them. */
+  getMeta(): Omit<AdamWState, 'm' | 'v'> {
     return {
       step: this.steps,
       paramSteps: this.slots.map((s) => s?.steps ?? 0),
-      m,
-      v,
       config: { ...this.cfg, betas: [this.cfg.betas[0], this.cfg.betas[1]] },
     };
+  }
+
+  /** One moment of variable `i` copied to the host (zeros before the variable's first update). */
+  momentValues(i: number, which: 'm' | 'v'): Float32Array {
+    const slot = this.slots[i];
+    if (!slot) return new Float32Array(this.variables[i].size);
+    return Float32Array.from(slot[which].dataSync() as Float32Array);
   }
 
   /** Restores a snapshot from {@link AdamW.getState}; checks it against this optimizer's variables. */
