@@ -41,5 +41,19 @@ export async function benchMatmul(): Promise<Record<string, number>> {
     x.dispose();
   }
   tf.dispose([w, wT]);
+  figures.op_dispatch_us = opDispatchMicros();
   return figures;
+}
+
+/** Microseconds per tiny op ([4, 256] + [4, 256]): what a backend pays per op regardless of size. */
+function opDispatchMicros(): number {
+  const a = tf.randomNormal([4, 256]);
+  const b = tf.randomNormal([4, 256]);
+  for (let i = 0; i < 2000; i++) tf.add(a, b).dispose();
+  const runs = 20000;
+  const t0 = performance.now();
+  for (let i = 0; i < runs; i++) tf.add(a, b).dispose();
+  const us = ((performance.now() - t0) / runs) * 1000;
+  tf.dispose([a, b]);
+  return us;
 }

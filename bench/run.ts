@@ -87,6 +87,14 @@ function torchBlas(python = process.env.COMLRL_TORCH_PYTHON ?? '/usr/bin/python3
   return lib ? `${name}, ${lib}` : name;
 }
 
+/** PyTorch's microseconds per tiny op, the same measurement as bench/matmul.ts's; null without torch. */
+function torchOpDispatchMicros(python = process.env.COMLRL_TORCH_PYTHON ?? '/usr/bin/python3'): number | null {
+  const script = 'import torch,time\na=torch.randn(4,256);b=torch.randn(4,256)\nfor _ in range(2000): a+b\nt=time.perf_counter()\nfor _ in range(20000): a+b\nprint((time.perf_counter()-t)/20000*1e6)';
+  const probe = spawnSync(python, ['-c', script], { encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1' } });
+  const us = Number(probe.stdout.trim());
+  return probe.status === 0 && Number.isFinite(us) ? us : null;
+}
+
 const fmt = (x: number | undefined, digits = 1): string =>
   x === undefined || !Number.isFinite(x) ? '–' : x.toFixed(digits);
 
@@ -205,6 +213,8 @@ async function main(): Promise<void> {
     }
     const keys = [4, 300].flatMap((n) => ['frozen', 'linear', 'flag', 'pretransposed'].map((k) => `${k}_${n}rows_ms`));
     sideBySide('x · Wᵀ for a [6144, 2048] Hugging Face weight (ms per call): frozen = matMulAgainstFrozen, linear = trainable layer, flag = tf.matMul(x, W, false, true), pretransposed = W transposed once beforehand', keys, runs);
+    const torchOp = torchOpDispatchMicros();
+    sideBySide('Cost of one tiny op ([4, 256] + [4, 256], µs): what a dispatch-bound decoding step pays per op', ['op_dispatch_us'], new Map([...runs, ...(torchOp === null ? [] : [['PyTorch CPU', { op_dispatch_us: torchOp }] as const])]));
   }
   if (want('rewards')) section('TLDR and HouseBuild rewards (issue 3)', await benchTldrHouseBuild());
   if (want('coophe')) section('CoopHE rewards (issue 3)', await benchCoopHE());
