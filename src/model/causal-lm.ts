@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { gatherRows, lengthMask } from '../backend/index.js';
+import { gatherRows, lengthMask, uploadNow } from '../backend/index.js';
 import { generationBatchSize, planMicroBatches } from '../memory/plan.js';
 import { DEFAULT_ATTENTION_BLOCK_BYTES } from './attention.js';
 import type { DecoderConfig } from './config.js';
@@ -93,7 +93,7 @@ export class TfCausalLM implements CausalLM {
       for (const s of this.specs) {
         const w = weights.get(s.name);
         if (!w) throw new Error(`TfCausalLM: weight '${s.name}' missing`);
-        const t = tf.tensor(w.data, s.shape, 'float32');
+        const t = uploadNow(tf.tensor(w.data, s.shape, 'float32'));
         this.vars.set(s.name, tf.variable(t, true, `comlrl_m${id}/${s.name}`));
         t.dispose();
       }

@@ -19,7 +19,8 @@ import { freeTensorMemoryFor } from '../memory/plan.js';
  */
 function checkWeightsFit(dir: string, weights: ReadonlyMap<string, F32Tensor>, what: string): void {
   let floats = 0;
-  for (const w of weights.values()) floats += w.data.length;
+  // From the shapes: reading `data` would read the file.
+  for (const w of weights.values()) floats += w.shape.reduce((a, b) => a * b, 1);
   const need = floats * 4;
   const free = freeTensorMemoryFor(need);
   if (need > free.bytes) throw new MemoryBudgetError(`loading ${what} ${dir} (${(floats / 1e6).toFixed(0)} M parameters as float32)`, need, free.bytes, free.budget, free.ram);

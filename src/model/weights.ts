@@ -71,8 +71,9 @@ function ignorable(name: string, cfg: DecoderConfig): boolean {
 }
 
 /**
- * Reads every expected tensor of a checkpoint directory as float32, checking that none is
- * missing, none is unexpected and every shape matches; errors name the file and tensor.
+ * Every expected tensor of a checkpoint directory as float32, checking that none is missing,
+ * none is unexpected and every shape matches; errors name the file and tensor. The values are
+ * read from the files when a tensor's `data` is accessed (see `fileBackedTensor`).
  */
 export function loadCheckpointWeights(
   dir: string,
@@ -109,13 +110,26 @@ export function loadCheckpointWeights(
     }
   }
   const out = new Map<string, F32Tensor>();
-  for (const h of headers) {
-    const fd = fs.openSync(h.path, 'r');
-    try {
-      for (const s of specs) if (where.get(s.name) === h) out.set(s.name, readTensor(h, s.name, fd));
-    } finally {
-      fs.closeSync(fd);
-    }
-  }
+  for (const s of specs) out.set(s.name, fileBackedTensor(where.get(s.name)!, s.name, s.shape));
   return out;
+}
+
+/**
+ * A tensor whose `data` is read from its file on every access and not kept: the model
+ * constructors read each weight once, upload it and drop it, so loading holds one weight on the
+ * host at a time instead of the whole checkpoint (12 GB of float32 at 3 B parameters) next to the
+ * tensors made from it.
+ */
+function fileBackedTensor(header: SafetensorsHeader, name: string, shape: number[]): F32Tensor {
+  return {
+    shape,
+    get data(): Float32Array {
+      const fd = fs.openSync(header.path, 'r');
+      try {
+        return readTensor(header, name, fd).data;
+      } finally {
+        fs.closeSync(fd);
+      }
+    },
+  };
 }

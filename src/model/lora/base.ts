@@ -8,6 +8,7 @@
 import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
+import { uploadNow } from '../../backend/ops.js';
 import type { DecoderConfig } from '../config.js';
 import type { F32Tensor, NamedTensor } from '../safetensors.js';
 import { expectedWeights } from '../weights.js';
@@ -49,9 +50,9 @@ export class FrozenBase {
         if (!w) throw new Error(`frozen base ${dir}: weight '${s.name}' missing`);
         const tied = decoderConfig.tieWordEmbeddings && s.name === EMBED;
         if (isLinear(s.name) || s.name === HEAD_KEY || tied) {
-          this.linear.set(tied ? HEAD_KEY : s.name, tf.keep(tf.tensor2d(w.data, s.shape as [number, number], 'float32')));
+          this.linear.set(tied ? HEAD_KEY : s.name, tf.keep(uploadNow(tf.tensor2d(w.data, s.shape as [number, number], 'float32'))));
         } else {
-          this.plain.set(s.name, tf.keep(tf.tensor(w.data, s.shape, 'float32')));
+          this.plain.set(s.name, tf.keep(uploadNow(tf.tensor(w.data, s.shape, 'float32'))));
         }
       }
     } catch (err) {
