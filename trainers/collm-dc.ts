@@ -177,10 +177,7 @@ export class CoLLMDCTrainer<T, S> extends TrainerBase<T, S, CoLLMDCConfig> {
     this.run.trainItems++;
     const transitions = await this.rollout(task);
     this.envStep += transitions.length;
-    this.run.epochStats.add(transitions);
-    for (const tr of transitions) {
-      if (this.run.buffer.push(tr)) await this.update();
-    }
+    await this.run.absorb(transitions, () => this.update());
   }
 
   /** Epoch end: the leftovers are trained on too (CoMLRL flushes every non-empty buffer). */

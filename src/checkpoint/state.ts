@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { readSafetensors, writeSafetensors, type DeferredNamedTensor, type NamedTensor } from '../model/safetensors.js';
+import { readSafetensors, writeSafetensors, type DeferredNamedTensor } from '../model/safetensors.js';
 import type { AdamW, AdamWState } from '../optim/adamw.js';
 import type { AdamWConfig } from '../optim/config.js';
 import { CheckpointError } from './atomic.js';
@@ -80,24 +80,17 @@ export function parseStateJson(text: string): unknown {
  */
 export async function writeTrainerState(dir: string, state: SerializableTrainerState, live?: readonly AdamW[]): Promise<void> {
   await fs.mkdir(dir, { recursive: true });
-  const tensors: (NamedTensor | DeferredNamedTensor)[] = [];
-  let metas;
-  if (live) {
-    // Moments straight from the live optimizers, one at a time as they are written.
-    if (state.optimizers.length > 0) throw new Error('writeTrainerState: give the optimizers either in the state or live, not both');
-    metas = live.map((o, k) => {
-      const sizes = o.variables.map((v) => v.size);
-      for (const which of ['m', 'v'] as const) sizes.forEach((size, i) => tensors.push({ name: `opt${k}.${which}.${i}`, shape: [size], read: () => o.momentValues(i, which) }));
-      const meta = o.getMeta();
-      return { step: meta.step, paramSteps: [...meta.paramSteps], sizes, config: { ...meta.config } };
-    });
-  } else {
-    metas = state.optimizers.map((o, k) => {
-      o.m.forEach((m, i) => tensors.push({ name: `opt${k}.m.${i}`, shape: [m.length], data: m }));
-      o.v.forEach((v, i) => tensors.push({ name: `opt${k}.v.${i}`, shape: [v.length], data: v }));
-      return { step: o.step, paramSteps: [...o.paramSteps], sizes: o.m.map((m) => m.length), config: { ...o.config } };
-    });
-  }
+  if (live && state.optimizers.length > 0) throw new Error('writeTrainerState: give the optimizers either in the state or live, not both');
+  // One source per optimizer: a snapshot's host arrays, or a live optimizer's moments copied from
+  // the backend one at a time as they are written.
+  const sources = live
+    ? live.map((o) => ({ meta: o.getMeta(), sizes: o.variables.map((v) => v.size), read: (which: 'm' | 'v', i: number) => o.momentValues(i, which) }))
+    : state.optimizers.map((o) => ({ meta: o, sizes: o.m.map((m) => m.length), read: (which: 'm' | 'v', i: number) => o[which][i] }));
+  const tensors: DeferredNamedTensor[] = [];
+  const metas = sources.map(({ meta, sizes, read }, k) => {
+    for (const which of ['m', 'v'] as const) sizes.forEach((size, i) => tensors.push({ name: `opt${k}.${which}.${i}`, shape: [size], read: () => read(which, i) }));
+    return { step: meta.step, paramSteps: [...meta.paramSteps], sizes, config: { ...meta.config } };
+  });
   writeSafetensors(path.join(dir, OPTIMIZER_STATE_FILE), tensors, 'F32', { format: 'comlrl-optimizer' });
   const { optimizers: _omitted, ...rest } = state;
   await fs.writeFile(path.join(dir, TRAINER_STATE_FILE), `${stringifyStateJson({ ...rest, optimizers: metas })}\n`);

@@ -127,14 +127,16 @@ export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], s
     );
 
   const largest = sizes.reduce((a, r) => (r.width > a.width || (r.width === a.width && r.scored > a.scored) ? r : a));
-  let recompute = settings.recompute === true;
-  if (settings.recompute === 'auto' && options.backward) recompute = cost([largest], false) > available;
-  let single = cost([largest], recompute);
+  // Recomputation for the largest row, and what that row then costs, given what is available.
+  const fitLargest = (): { recompute: boolean; single: number } => {
+    const rc = settings.recompute === 'auto' && options.backward ? cost([largest], false) > available : settings.recompute === true;
+    return { recompute: rc, single: cost([largest], rc) };
+  };
+  let { recompute, single } = fitLargest();
   if (single > available && free.ram !== null) {
     free = freeTensorMemoryFor(single + accumulators);
     available = free.bytes - accumulators;
-    if (settings.recompute === 'auto' && options.backward) recompute = cost([largest], false) > available;
-    single = cost([largest], recompute);
+    ({ recompute, single } = fitLargest());
   }
   if (single > available) {
     throw new MemoryBudgetError(`${options.label} (1 row of ${largest.width} tokens)`, single, available, free.budget, free.ram);

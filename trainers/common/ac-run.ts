@@ -180,6 +180,14 @@ export class ActorCriticRun {
     this.policyVersions = Array.from({ length: numAgents }, () => 0);
   }
 
+  /** Buffers one episode's transitions (counting them in the epoch statistics), running `update` whenever the buffer fills. */
+  async absorb(transitions: readonly JointTransition[], update: () => Promise<unknown>): Promise<void> {
+    this.epochStats.add(transitions);
+    for (const tr of transitions) {
+      if (this.buffer.push(tr)) await update();
+    }
+  }
+
   /** Whether an update now is a critic warm-up update: the item being played is one of the first `warmupItems`. */
   inWarmup(warmupItems: number): boolean {
     return warmupItems > 0 && this.trainItems <= warmupItems;
