@@ -53,6 +53,8 @@ const LORA_SIZES: Size[] = [
   { name: 'Qwen3-0.6B shapes, 32 layers', shape: { numLayers: 32 } },
   { name: 'Qwen3-0.6B shapes, 36 layers', shape: { numLayers: 36 } },
   { name: 'Qwen3-0.6B shapes, 40 layers', shape: { numLayers: 40 } },
+  { name: 'Qwen3-0.6B shapes, 44 layers', shape: { numLayers: 44 } },
+  { name: 'Qwen3-0.6B shapes, 48 layers', shape: { numLayers: 48 } },
 ];
 const LORA = { r: 16, lora_alpha: 32, lora_dropout: 0, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
 

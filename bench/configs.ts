@@ -4,7 +4,8 @@
  * layers, each in a fresh CLI process, and the table shows exit code, seconds and peak memory
  * (the wasm heap's high-water mark and process RSS) per config. CoopHE reads
  * ../shared/data/coophe/che_raw.json (or $COMLRL_COOPHE_DATA); TLDR gets generated Reddit-style
- * posts. Figures only: nothing here asserts.
+ * posts. `COMLRL_BENCH_CONFIGS=tldr-magrpo,housebuild-magrpo` runs only the configs named (file
+ * names without `.yaml`). Figures only: nothing here asserts.
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -48,9 +49,12 @@ export async function benchExampleConfigs(): Promise<ConfigRun[]> {
   writeTldrData(tldr);
   const coophe = process.env.COMLRL_COOPHE_DATA ?? path.resolve(repoRoot, '../shared/data/coophe/che_raw.json');
   const dir = path.join(repoRoot, 'examples', 'configs');
+  const only = process.env.COMLRL_BENCH_CONFIGS?.split(',').map((n) => n.trim().replace(/\.yaml$/, ''));
+  const files = fs.readdirSync(dir).filter((f) => f.endsWith('.yaml') && (!only || only.includes(f.slice(0, -'.yaml'.length)))).sort();
+  if (only && files.length !== only.length) throw new Error(`COMLRL_BENCH_CONFIGS names ${only.join(', ')}; examples/configs has ${fs.readdirSync(dir).join(', ')}`);
   const out: ConfigRun[] = [];
   try {
-    for (const file of fs.readdirSync(dir).filter((f) => f.endsWith('.yaml')).sort()) {
+    for (const file of files) {
       const doc = parse(fs.readFileSync(path.join(dir, file), 'utf8')) as Record<string, Record<string, unknown>>;
       const section = doc.magrpo ?? doc.collm_dc ?? doc.collm_cc ?? {};
       const task = String(doc.dataset?.task);

@@ -2,9 +2,11 @@
  * `node dist/bench/profile-lora.js [modelDir]`: where the time of a real-size LoRA step goes. Loads
  * a `--like qwen3-0.6b` checkpoint (written to a temporary directory when none is given) as two
  * LoRA r = 16 models on one shared base and times, separately: generation of 1 and 4 sequences ×
- * 16 new tokens (ms per decode step), one scoring pass of 1 row × 300 tokens, forward + backward
- * of that row with and without layer recomputation, and one AdamW step on the adapter. Prints
- * figures with the implied GFLOP/s (2 · parameters · tokens per forward). Figures only.
+ * 16 new tokens (ms per decode step), one scoring pass of 1 row × 300 tokens (PROFILE_WIDTH, of
+ * which PROFILE_SCORED = 100 are scored), forward + backward of that row with and without layer
+ * recomputation (PROFILE_PEAK=1: also the pass's peak tensor bytes, from tf.profile), and one
+ * AdamW step on the adapter. PROFILE_ONLY=gen,score,bwd,bwdrc,adam picks parts. Prints figures
+ * with the implied GFLOP/s (2 · parameters · tokens per forward). Figures only.
  */
 import * as fs from 'node:fs';
 import * as os from 'node:os';
@@ -73,9 +75,10 @@ async function main(): Promise<void> {
         console.log(`  ${per.toFixed(0)} ms per step (incl. prefill), ${out.sequences[0].length} tokens; ${(flops / per / 1e6).toFixed(1)} GFLOP/s decode-equivalent`);
       }
     }
-    const width = 300;
-    const p = Array.from({ length: 200 }, (_, i) => 100 + ((i * 13) % 5000));
-    const c = Array.from({ length: width - 200 }, (_, i) => 200 + ((i * 31) % 5000));
+    const width = Number(process.env.PROFILE_WIDTH ?? 300);
+    const scored = Math.min(width - 1, Number(process.env.PROFILE_SCORED ?? 100));
+    const p = Array.from({ length: width - scored }, (_, i) => 100 + ((i * 13) % 5000));
+    const c = Array.from({ length: scored }, (_, i) => 200 + ((i * 31) % 5000));
     const fwdFlops = 2 * layerParams * width + 2 * headParams * c.length;
     if (only.has('score')) {
       const [, ms] = await time(`score 1 row × ${width} tokens (${c.length} scored)`, () => model.tokenLogProbs([p], [c]));
@@ -85,8 +88,18 @@ async function main(): Promise<void> {
       if (!only.has(rc ? 'bwdrc' : 'bwd')) continue;
       model.memory = { ...model.memory, recompute: rc };
       const vars = model.trainableVariables();
+      const pass = () => tf.variableGrads(() => tf.sum(model.scoreCompletions([p], [c]).tokenLogProbs) as tf.Scalar, vars);
+      if (process.env.PROFILE_PEAK === '1') {
+        // tfjs's own accounting of the pass (views count as buffers too); timed separately below.
+        const held = tf.memory().numBytes;
+        const info = await tf.profile(() => {
+          const r = pass();
+          tf.dispose([r.value, ...Object.values(r.grads)]);
+        });
+        console.log(`forward+backward 1 row × ${width}, recompute ${rc}: peak ${((info.peakBytes - held) / 2 ** 20).toFixed(0)} MiB of tensors above the ${(held / 2 ** 20).toFixed(0)} MiB held`);
+      }
       const [g, ms] = await time(`forward+backward 1 row × ${width}, recompute ${rc}`, async () => {
-        const r = tf.variableGrads(() => tf.sum(model.scoreCompletions([p], [c]).tokenLogProbs) as tf.Scalar, vars);
+        const r = pass();
         await r.value.data();
         return r;
       });

@@ -2,7 +2,8 @@
  * `npm run bench`: prints comlrl's figures and, where /usr/bin/python3 has torch, the PyTorch CPU
  * baseline (../shared/reference/torch_bench.py, or $COMLRL_TORCH_BENCH) on the same checkpoint,
  * in the same run, with the ratios. Sections: model, rewards, CoopHE, MAGRPO step, CoLLM-CC item;
- * long ones only when named: `paper` (the CoLLM comparison in miniature, bench/paper.ts), `configs`, `memory`.
+ * long ones only when named: `paper` (the CoLLM comparison in miniature, bench/paper.ts), `critic-fit`
+ * (whether its critic can fit the sparse reward, bench/critic-fit.ts), `configs`, `memory`.
  * The backend-dependent sections (model, magrpo, collm) run once per backend — wasm, and
  * tensorflow when it is set up (or the list in $COMLRL_BENCH_BACKENDS) — each in a fresh child
  * process, and print one column per backend.
@@ -25,6 +26,7 @@ import { benchCapacity, printCapacityTable } from './capacity.js';
 import { benchCollmCCItem } from './collm.js';
 import { benchPaper, paperWorker } from './paper.js';
 import { benchMatmul } from './matmul.js';
+import { benchCriticFit, printCriticFitTable } from './critic-fit.js';
 
 type Figures = Record<string, number>;
 
@@ -183,8 +185,9 @@ async function main(): Promise<void> {
     printMemoryTable(rows, setting, params, process.env.COMLRL_BACKEND ?? 'wasm');
   }
   if (only.has('capacity')) printCapacityTable(await benchCapacity(), process.env.COMLRL_BACKEND ?? 'wasm');
+  if (only.has('critic-fit')) printCriticFitTable(await benchCriticFit(), Number(process.env.COMLRL_CRITIC_FIT_LR ?? 1e-2));
   // Only long runs named: nothing else to measure.
-  if (only.size > 0 && [...only].every((n) => ['paper', 'configs', 'memory', 'capacity'].includes(n))) return;
+  if (only.size > 0 && [...only].every((n) => ['paper', 'configs', 'memory', 'capacity', 'critic-fit'].includes(n))) return;
   const backends = benchBackends();
   console.log(`# comlrl benchmark (${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}; backends: ${backends.join(', ')})`);
 

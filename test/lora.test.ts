@@ -384,3 +384,28 @@ describe('LoRA training memory', () => {
     }
   }, 120_000);
 });
+
+describe('a tied frozen base in a training pass', () => {
+  it('its embedding table is not copied onto the gradient tape (peak below one table)', async () => {
+    // vocab × hidden (5.1 M floats) is larger than the head's backward row block (4 M floats), so
+    // a table-sized buffer in the pass can only be a copy of the table.
+    const dir = path.join(tmp, 'tied-wide');
+    await createTinyModel({ dir, arch: 'qwen3', seed: 5, hiddenSize: 128, numLayers: 2, numHeads: 4, numKvHeads: 2, intermediateSize: 64, vocabSize: 40_000, tieWordEmbeddings: true });
+    const model = await loadCausalLM(dir, { lora: { settings: settings(), seed: 'tied' } });
+    try {
+      const tableBytes = 40_000 * 128 * 4;
+      const vars = model.trainableVariables();
+      const held = tf.memory().numBytes;
+      const profile = await tf.profile(() => {
+        const { value, grads } = tf.variableGrads(() => tf.neg(tf.mean(model.scoreCompletions([[1, 2, 3, 4, 5, 6]], [[7, 8, 9]]).tokenLogProbs)) as tf.Scalar, vars);
+        value.dispose();
+        tf.dispose(Object.values(grads));
+      });
+      const largest = Math.max(...profile.kernels.map((k) => k.bytesAdded));
+      expect(largest).toBeLessThan(tableBytes);
+      expect(profile.peakBytes - held).toBeLessThan(tableBytes);
+    } finally {
+      model.dispose();
+    }
+  }, 120_000);
+});

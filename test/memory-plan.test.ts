@@ -17,6 +17,10 @@ import {
   planMicroBatches,
 } from '../src/memory/index.js';
 import { createTinyModel, loadCausalLM, type TfCausalLM } from '../src/model/index.js';
+import { createCriticHead } from '../src/critic/heads.js';
+import { ValueModel } from '../src/critic/value-model.js';
+import { loadTokenizer } from '../src/tokenizer/load.js';
+import { rngFor } from '../src/util/rng.js';
 import { linearPolicyLoss, sequenceLossGradients, type PolicyGradientRow } from '../trainers/common/loss.js';
 
 let root: string;
@@ -109,6 +113,27 @@ describe('micro-batches', () => {
     planMicroBatches(model, rs, size, { label: 't', backward: true });
     expect(model.memory.recompute).toBe(true);
   });
+  it('a row that does not fit with the largest attention blocks is planned with smaller blocks, not refused', () => {
+    const rs = rows(1, 7);
+    const size = () => ({ width: 800, scored: 4 });
+    const shape = model.decoderConfig;
+    const trainable = model.trainableVariables().reduce((a, v) => a + v.size * 4, 0);
+    // Blocks as the planner sizes them: an eighth of what is free, divided by the shrink, ≥ 1 MiB.
+    const cost = (available: number, shrink: number) => {
+      const block = Math.min(DEFAULT_MEMORY_SETTINGS.attentionBlockBytes, Math.max(2 ** 20, Math.floor(available / 8 / shrink)));
+      return passBytes(shape, { rows: 1, width: 800, scoredTokens: 4 }, { backward: true, recompute: true, attentionBlockBytes: block, logitsChunkBytes: block, embeddingsTrainable: true });
+    };
+    // A budget under which the row misses with the largest blocks but fits with blocks 4× smaller.
+    let available = 2 ** 20;
+    while (available < 2 ** 30 && !(available < cost(available, 1) && cost(available, 4) <= available)) available = Math.ceil(available * 1.01);
+    expect(available).toBeLessThan(2 ** 30);
+    configureMemory({ budgetBytes: heldTensorBytes() + trainable + available, recompute: true });
+    expect(planMicroBatches(model, rs, size, { label: 't', backward: true })).toEqual([rs]);
+    expect(model.memory.attentionBlockBytes).toBeLessThan(Math.floor(available / 8));
+    // A budget that fits even the smallest blocks nowhere is still refused.
+    configureMemory({ budgetBytes: heldTensorBytes() + trainable + Math.floor(cost(available, 16) / 2) });
+    expect(() => planMicroBatches(model, rs, size, { label: 't', backward: true })).toThrow(MemoryBudgetError);
+  });
 });
 
 describe('estimates against measured peaks', () => {
@@ -143,6 +168,16 @@ describe('estimates against measured peaks', () => {
 });
 
 describe('over budget', () => {
+  it('a critic pass over budget names critic_max_length before the general knobs', async () => {
+    const critic = new ValueModel(model, createCriticHead(model.hiddenSize, { type: 'linear' }, rngFor(0, 'init')), await loadTokenizer(root), false);
+    try {
+      configureMemory({ budgetBytes: heldTensorBytes() + 1024 });
+      await expect(critic.predict([[1, 2, 3, 4]])).rejects.toThrow(/not enough memory for critic values \(1 row of 4 tokens\).*Reduce one of: critic_max_length .*; max_new_tokens/s);
+    } finally {
+      critic.head.dispose();
+    }
+  });
+
   it('a step over budget gets the named-knob error before it allocates', () => {
     const rs = rows(3);
     configureMemory({ budgetBytes: heldTensorBytes() + 1024 });

@@ -11,6 +11,7 @@
  * input builders in `inputs.ts` decide which text goes in.
  */
 import * as tf from '@tensorflow/tfjs';
+import { CRITIC_INPUT_KNOB } from '../memory/errors.js';
 import { planMicroBatches } from '../memory/plan.js';
 import { gatherRows } from '../backend/ops.js';
 import type { CausalLM } from '../model/types.js';
@@ -80,7 +81,12 @@ export class ValueModel {
    */
   async predict(inputs: readonly number[][], batchSize: number | null = null): Promise<number[]> {
     const out: number[] = [];
-    const batches = planMicroBatches(this.backbone, inputs, (r) => ({ width: r.length, scored: 0 }), { label: 'critic values', backward: false, maxRows: batchSize });
+    const batches = planMicroBatches(this.backbone, inputs, (r) => ({ width: r.length, scored: 0 }), {
+      label: 'critic values',
+      backward: false,
+      maxRows: batchSize,
+      knobs: [CRITIC_INPUT_KNOB],
+    });
     for (const batch of batches) {
       const v = this.values(batch);
       out.push(...(await v.data()));

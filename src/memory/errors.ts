@@ -15,6 +15,9 @@ export const MEMORY_KNOBS = [
   'memory.budget (at most ~3.5 GiB on wasm; the tensorflow backend has no 4 GiB cap)',
 ] as const;
 
+/** The knob of a critic pass: how much history its input carries. */
+export const CRITIC_INPUT_KNOB = 'critic_max_length (tokens of history a critic reads; oldest turns are dropped first)';
+
 /** A pass that would not fit the memory budget; thrown before anything is allocated for it. */
 export class MemoryBudgetError extends Error {
   constructor(
@@ -25,6 +28,8 @@ export class MemoryBudgetError extends Error {
     readonly budgetBytes: number,
     /** Set when the machine's RAM, not the budget, left too little (backends other than wasm). */
     readonly ram: RamState | null = null,
+    /** Knobs particular to this pass, named before the general ones (a critic's `critic_max_length`). */
+    readonly knobs: readonly string[] = [],
   ) {
     const free = ram
       ? `${formatBytes(Math.max(0, availableBytes))} of this machine's ${formatBytes(ram.limitBytes)} of RAM is free ` +
@@ -32,7 +37,7 @@ export class MemoryBudgetError extends Error {
         `memory.budget ${formatBytes(budgetBytes)} is more than this machine can give)`
       : `${formatBytes(Math.max(0, availableBytes))} of the ${formatBytes(budgetBytes)} budget is free ` +
         `(the rest holds weights and optimizer state)`;
-    super(`not enough memory for ${pass}: it needs about ${formatBytes(estimateBytes)} but only ${free}. Reduce one of: ${MEMORY_KNOBS.join('; ')}.`);
+    super(`not enough memory for ${pass}: it needs about ${formatBytes(estimateBytes)} but only ${free}. Reduce one of: ${[...knobs, ...MEMORY_KNOBS].join('; ')}.`);
     this.name = 'MemoryBudgetError';
   }
 }

@@ -5,7 +5,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { MemoryBudgetError } from './errors.js';
-import { decoderShape, generationBytes, passBytes, variableBytes, type DecoderShape, type PassMode } from './estimate.js';
+import { decoderShape, generationBytes, passBytes, variableBytes, type DecoderShape } from './estimate.js';
 import { ramState, reclaimHostMemory, type RamState } from './machine.js';
 import { budgetBytes, memorySettings, type ModelMemoryOptions } from './settings.js';
 
@@ -32,6 +32,8 @@ export interface MicroBatchOptions {
   readonly maxRows?: number | null;
   /** Other models whose trainable variables also get gradients in the same step (a critic head). */
   readonly extraTrainable?: readonly tf.Variable[];
+  /** Knobs particular to these rows, named first when they are refused (see MemoryBudgetError). */
+  readonly knobs?: readonly string[];
 }
 
 /** Tensor bytes held right now (0 before a backend is set). */
@@ -82,24 +84,18 @@ function isMemoryAware(model: PlannableModel): model is PlannableModel & MemoryA
 
 /**
  * The attention block and logits chunk under a budget: the settings, but no more than an eighth
- * of what is free each (at least 1 MiB), so that a small budget shrinks the blocks before it
- * refuses a pass.
+ * of what is free each, divided by `shrink` (at least 1 MiB), so that a small budget shrinks the
+ * blocks before it refuses a pass.
  */
-function blockSizes(available: number): { attentionBlockBytes: number; logitsChunkBytes: number } {
+function blockSizes(available: number, shrink = 1): { attentionBlockBytes: number; logitsChunkBytes: number } {
   const s = memorySettings();
-  const cap = Math.max(2 ** 20, Math.floor(available / 8));
+  const cap = Math.max(2 ** 20, Math.floor(available / 8 / shrink));
   return { attentionBlockBytes: Math.min(s.attentionBlockBytes, cap), logitsChunkBytes: Math.min(s.logitsChunkBytes, cap) };
 }
 
-function modeFor(model: PlannableModel, shape: DecoderShape, backward: boolean, recompute: boolean, available: number): PassMode {
-  const vocabSized = shape.vocabSize * shape.hiddenSize;
-  return {
-    backward,
-    recompute,
-    ...blockSizes(available),
-    embeddingsTrainable: model.trainableVariables().some((v) => v.size === vocabSized),
-  };
-}
+// Smaller attention blocks and logits chunks change time, not results: a row that does not fit
+// with the largest blocks is tried with blocks 4 and 16 times smaller before it is refused.
+const BLOCK_SHRINKS = [1, 4, 16] as const;
 
 /**
  * Splits `rows` (kept in order) into micro-batches whose passes fit the budget left after the
@@ -119,18 +115,28 @@ export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], s
   const accumulators = options.backward ? variableBytes(model.trainableVariables()) + variableBytes(options.extraTrainable ?? []) : 0;
   let available = free.bytes - accumulators;
   const sizes = rows.map(sizeOf);
+  const vocabSized = shape.vocabSize * shape.hiddenSize;
+  const embeddingsTrainable = model.trainableVariables().some((v) => v.size === vocabSized);
+  let shrink: number = BLOCK_SHRINKS[0];
   const cost = (batch: readonly RowSize[], recompute: boolean) =>
     passBytes(
       shape,
       { rows: batch.length, width: Math.max(...batch.map((r) => r.width)), scoredTokens: batch.reduce((a, r) => a + r.scored, 0) },
-      modeFor(model, shape, options.backward, recompute, available),
+      { backward: options.backward, recompute, embeddingsTrainable, ...blockSizes(available, shrink) },
     );
 
   const largest = sizes.reduce((a, r) => (r.width > a.width || (r.width === a.width && r.scored > a.scored) ? r : a));
-  // Recomputation for the largest row, and what that row then costs, given what is available.
+  // Recomputation and block sizes for the largest row, and what that row then costs, given what
+  // is available: the largest blocks that fit (recomputation first, smaller blocks next).
   const fitLargest = (): { recompute: boolean; single: number } => {
-    const rc = settings.recompute === 'auto' && options.backward ? cost([largest], false) > available : settings.recompute === true;
-    return { recompute: rc, single: cost([largest], rc) };
+    let fit = { recompute: false, single: Infinity };
+    for (const s of BLOCK_SHRINKS) {
+      shrink = s;
+      const rc = settings.recompute === 'auto' && options.backward ? cost([largest], false) > available : settings.recompute === true;
+      fit = { recompute: rc, single: cost([largest], rc) };
+      if (fit.single <= available) break;
+    }
+    return fit;
   };
   let { recompute, single } = fitLargest();
   if (single > available && free.ram !== null) {
@@ -139,9 +145,9 @@ export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], s
     ({ recompute, single } = fitLargest());
   }
   if (single > available) {
-    throw new MemoryBudgetError(`${options.label} (1 row of ${largest.width} tokens)`, single, available, free.budget, free.ram);
+    throw new MemoryBudgetError(`${options.label} (1 row of ${largest.width} tokens)`, single, available, free.budget, free.ram, options.knobs);
   }
-  model.memory = { ...blockSizes(available), recompute };
+  model.memory = { ...blockSizes(available, shrink), recompute };
 
   const out: R[][] = [];
   let batch: R[] = [];

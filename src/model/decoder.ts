@@ -3,6 +3,7 @@ import { gatherRows, linear, tidyKeep } from '../backend/index.js';
 import { blockedAttention, stepAttention, type AttentionMask } from './attention.js';
 import type { HeadWeight } from './lm-head.js';
 import type { DecoderConfig } from './config.js';
+import { frozenEmbedding } from './lora/frozen-embedding.js';
 import { frozenLinear, matMulAgainstFrozen } from './lora/frozen-linear.js';
 import { recomputed } from './recompute.js';
 import { applyRotary } from './rope.js';
@@ -115,7 +116,7 @@ export class Decoder {
     // A frozen tied base keeps its table as the head only (no gradient needed).
     const tied = this.base.get(HEAD);
     if (!tied) throw new Error("decoder: weight 'model.embed_tokens.weight' not loaded");
-    return tf.tidy(() => tf.gather(tied, tf.tensor1d(ids, 'int32')) as tf.Tensor2D);
+    return frozenEmbedding(tied, ids);
   }
 
   /** The output head's weight (the embedding table when tied). */

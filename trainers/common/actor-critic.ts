@@ -16,6 +16,7 @@ import * as tf from '@tensorflow/tfjs';
 import { stopGradient } from '../../src/backend/ops.js';
 import { valueLoss } from '../../src/critic/losses.js';
 import type { ValueModel } from '../../src/critic/value-model.js';
+import { CRITIC_INPUT_KNOB } from '../../src/memory/errors.js';
 import { planMicroBatches } from '../../src/memory/plan.js';
 import type { CausalLM } from '../../src/model/types.js';
 import type { AdamW } from '../../src/optim/adamw.js';
@@ -186,6 +187,7 @@ export function criticStep(
     planMicroBatches(critic.backbone, rows, (r) => ({ width: r.criticIds.length, scored: 0 }), {
       label: `${options.label}: critic values`,
       backward: true,
+      knobs: [CRITIC_INPUT_KNOB],
       maxRows: options.chunkSize,
       extraTrainable: critic.head.trainableVariables(),
     }),
@@ -238,6 +240,7 @@ export function sharedStep(
     // Both passes of a row run on the one backbone: the wider input bounds the row.
     planMicroBatches(model, rows, (r) => ({ width: Math.max(r.promptIds.length + r.completionIds.length, r.criticIds.length) * 2, scored: r.completionIds.length }), {
       label: `${options.label}: scoring and critic values`,
+      knobs: [CRITIC_INPUT_KNOB],
       backward: true,
       maxRows: options.chunkSize,
       extraTrainable: critic.head.trainableVariables(),
