@@ -2,7 +2,8 @@
  * Checkpoints of large runs stream their tensors: the AdamW moments and the model weights are
  * copied from the backend one at a time, each just before it is written (two 0.47 B-parameter
  * agents have 7.5 GB of moments; copying them all first got a full fine-tune killed for memory
- * at its checkpoint). The streamed files are byte-identical to the eager ones.
+ * at its checkpoint). The streamed files are byte-identical to the eager ones. Resuming streams
+ * too: the moments are read from the file only as an optimizer restores them, one at a time.
  */
 import * as fs from 'node:fs';
 import * as path from 'node:path';
@@ -11,7 +12,7 @@ import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
 import { OPTIMIZER_STATE_FILE, readTrainerState, TRAINER_STATE_FILE, writeTrainerState } from '../src/checkpoint/state.js';
 import { writeSafetensors } from '../src/model/safetensors.js';
-import { AdamW } from '../src/optim/adamw.js';
+import { AdamW, momentArray } from '../src/optim/adamw.js';
 import { tempDir } from './cli-helpers.js';
 
 let root: string;
@@ -65,10 +66,45 @@ describe('streamed checkpoint writing', () => {
     }
     const back = await readTrainerState(liveDir);
     expect(back.optimizers[0].paramSteps).toEqual([3, 3, 0]);
-    expect(Array.from(back.optimizers[0].m[2])).toEqual([0]);
+    expect(Array.from(momentArray(back.optimizers[0].m[2]))).toEqual([0]);
     await expect(writeTrainerState(path.join(root, 'both'), { ...rest, optimizers: [optA.getState()] }, [optA])).rejects.toThrow(/either in the state or live/);
     optA.dispose();
     optB.dispose();
     tf.dispose([...a, ...b]);
+  });
+});
+
+describe('streamed resume', () => {
+  test('readTrainerState reads no moment until an optimizer restores it, then one at a time', async () => {
+    const vars = [tf.variable(tf.tensor1d([1, 2, 3])), tf.variable(tf.tensor1d([4, 5]))];
+    const opt = new AdamW(vars, { lr: 0.1 });
+    opt.step([tf.tensor1d([1, -1, 0.5]), tf.tensor1d([2, 2])]);
+    const dir = path.join(root, 'lazy');
+    await writeTrainerState(dir, { format: 'x', optimizers: [] }, [opt]);
+    const file = path.join(dir, OPTIMIZER_STATE_FILE);
+    const back = await readTrainerState(dir);
+    // Same header, new values written after the state was read: a restore that sees them read
+    // the file then, not when the state was read.
+    const bytes = fs.readFileSync(file);
+    const dataStart = 8 + Number(bytes.readBigUInt64LE(0));
+    const values = new Float32Array(bytes.buffer.slice(bytes.byteOffset + dataStart, bytes.byteOffset + bytes.length));
+    values.forEach((_, i) => (values[i] = 100 + i));
+    fs.writeFileSync(file, Buffer.concat([bytes.subarray(0, dataStart), Buffer.from(values.buffer)]));
+    const reads: number[] = [];
+    const restored = {
+      ...back.optimizers[0],
+      m: back.optimizers[0].m.map((m) => ({ length: m.length, read: () => (reads.push(tf.memory().numTensors), momentArray(m)) })),
+    };
+    const fresh = new AdamW(vars, { lr: 0.1 });
+    fresh.setState(restored);
+    // One read per moment, each after the previous one's tensors were made (m of variable 0, then its v, then m of variable 1).
+    expect(reads).toHaveLength(2);
+    expect(reads[1]).toBeGreaterThan(reads[0]);
+    expect(Array.from(fresh.getState().m[0])).toEqual([100, 101, 102]);
+    expect(Array.from(fresh.getState().m[1])).toEqual([103, 104]);
+    expect(Array.from(fresh.getState().v[0])).toEqual([105, 106, 107]);
+    opt.dispose();
+    fresh.dispose();
+    tf.dispose(vars);
   });
 });

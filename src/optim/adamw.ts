@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
+import { uploadNow } from '../backend/ops.js';
 import { resolveAdamWConfig, type AdamWConfig, type AdamWOptions } from './config.js';
 
 /** A restorable snapshot of an {@link AdamW} optimizer. */
@@ -12,6 +13,31 @@ export interface AdamWState {
   /** Second moments, one per variable. */
   readonly v: readonly Float32Array[];
   readonly config: AdamWConfig;
+}
+
+/** Moment values kept elsewhere (a checkpoint file), read when an optimizer is restored from them. */
+export interface StoredMoment {
+  /** How many values the moment has. */
+  readonly length: number;
+  /** Reads the values; nothing is kept between calls. */
+  read(): Float32Array;
+}
+
+/** One moment as {@link AdamW.setState} takes it: values on the host, or stored and read on demand. */
+export type MomentValues = Float32Array | StoredMoment;
+
+/**
+ * What {@link AdamW.setState} restores: a snapshot, or one whose moments are read one at a time
+ * as they are uploaded (a checkpoint's: the host never holds all of them at once).
+ */
+export interface AdamWRestorableState extends Omit<AdamWState, 'm' | 'v'> {
+  readonly m: readonly MomentValues[];
+  readonly v: readonly MomentValues[];
+}
+
+/** The values of a moment, read now if it is stored. */
+export function momentArray(moment: MomentValues): Float32Array {
+  return moment instanceof Float32Array ? moment : moment.read();
 }
 
 /** Gradients aligned with the optimizer's variables (null/undefined = no gradient), or keyed by variable name. */
@@ -155,8 +181,11 @@ export class AdamW {
     return Float32Array.from(slot[which].dataSync() as Float32Array);
   }
 
-  /** Restores a snapshot from {@link AdamW.getState}; checks it against this optimizer's variables. */
-  setState(state: AdamWState): void {
+  /**
+   * Restores a snapshot from {@link AdamW.getState}, or a checkpoint's state whose moments are
+   * read one at a time as they are uploaded; checks it against this optimizer's variables.
+   */
+  setState(state: AdamWRestorableState): void {
     const n = this.variables.length;
     const fail = (what: string): never => {
       throw new Error(`AdamW.setState: ${what}`);
@@ -170,18 +199,16 @@ export class AdamW {
       const t = state.paramSteps[i];
       if (!Number.isInteger(t) || t < 0) fail(`paramSteps[${i}] must be an integer >= 0, got ${t}`);
       for (const [key, arr] of [['m', state.m[i]], ['v', state.v[i]]] as const) {
-        if (!(arr instanceof Float32Array)) fail(`${key}[${i}] ('${p.name}') must be a Float32Array`);
+        if (!(arr instanceof Float32Array) && typeof (arr as Partial<StoredMoment> | undefined)?.read !== 'function') fail(`${key}[${i}] ('${p.name}') must be a Float32Array or a stored moment`);
         if (arr.length !== p.size) fail(`${key}[${i}] ('${p.name}') has ${arr.length} values, variable has ${p.size}`);
       }
     });
     this.disposeSlots();
+    // Each moment is read, uploaded and dropped before the next (a stored one is never all on the host).
+    const upload = (moment: MomentValues, shape: number[]) => keptVariable(() => uploadNow(tf.tensor(momentArray(moment), shape, 'float32')));
     this.slots = this.variables.map((p, i) => {
       if (state.paramSteps[i] === 0) return null;
-      return {
-        m: keptVariable(() => tf.tensor(state.m[i], p.shape, 'float32')),
-        v: keptVariable(() => tf.tensor(state.v[i], p.shape, 'float32')),
-        steps: state.paramSteps[i],
-      };
+      return { m: upload(state.m[i], p.shape), v: upload(state.v[i], p.shape), steps: state.paramSteps[i] };
     });
     this.steps = state.step;
     this.cfg = config;
