@@ -107,4 +107,17 @@ describe('streamed resume', () => {
     fresh.dispose();
     tf.dispose(vars);
   });
+
+  test('a stored moment that cannot be read fails the restore and leaves no tensors behind', () => {
+    const vars = [tf.variable(tf.tensor1d([1, 2])), tf.variable(tf.tensor1d([3]))];
+    const opt = new AdamW(vars, { lr: 0.1 });
+    const before = tf.memory().numTensors;
+    const gone = { length: 1, read: (): Float32Array => { throw new Error('optimizer.safetensors was removed'); } };
+    const state = { step: 1, paramSteps: [1, 1], m: [Float32Array.from([0.5, 0.5]), gone], v: [Float32Array.from([1, 1]), Float32Array.from([1])], config: opt.getState().config };
+    expect(() => opt.setState(state)).toThrow(/was removed/);
+    expect(tf.memory().numTensors).toBe(before);
+    expect(opt.getState().paramSteps).toEqual([0, 0]);
+    opt.dispose();
+    tf.dispose(vars);
+  });
 });

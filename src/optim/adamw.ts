@@ -205,11 +205,22 @@ export class AdamW {
     });
     this.disposeSlots();
     // Each moment is read, uploaded and dropped before the next (a stored one is never all on the host).
-    const upload = (moment: MomentValues, shape: number[]) => keptVariable(() => uploadNow(tf.tensor(momentArray(moment), shape, 'float32')));
-    this.slots = this.variables.map((p, i) => {
-      if (state.paramSteps[i] === 0) return null;
-      return { m: upload(state.m[i], p.shape), v: upload(state.v[i], p.shape), steps: state.paramSteps[i] };
-    });
+    const made: tf.Variable[] = [];
+    const upload = (moment: MomentValues, shape: number[]): tf.Variable => {
+      const v = keptVariable(() => uploadNow(tf.tensor(momentArray(moment), shape, 'float32')));
+      made.push(v);
+      return v;
+    };
+    try {
+      this.slots = this.variables.map((p, i) =>
+        state.paramSteps[i] === 0 ? null : { m: upload(state.m[i], p.shape), v: upload(state.v[i], p.shape), steps: state.paramSteps[i] },
+      );
+    } catch (err) {
+      // A stored moment that cannot be read: free what was uploaded; the optimizer keeps no moments.
+      tf.dispose(made);
+      this.slots = this.variables.map(() => null);
+      throw err;
+    }
     this.steps = state.step;
     this.cfg = config;
   }
