@@ -19,6 +19,7 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { initBackend } from '../src/backend/init.js';
+import { explainedVariance } from '../src/buffer/targets.js';
 import { createCriticHead } from '../src/critic/heads.js';
 import { centralizedCriticIds, CRITIC_LAYOUT_WORDS } from '../src/critic/inputs.js';
 import { ValueModel } from '../src/critic/value-model.js';
@@ -77,13 +78,6 @@ async function example(env: HiddenCueEnv, tokenizer: Tokenizer, task: HiddenCueT
     history.push({ observations, actions });
     state = (await env.step(state, actions)).next;
   }
-}
-
-function explainedVariance(values: readonly number[], targets: readonly number[]): number {
-  const m = targets.reduce((a, b) => a + b, 0) / targets.length;
-  const total = targets.reduce((a, y) => a + (y - m) ** 2, 0);
-  const residual = targets.reduce((a, y, i) => a + (y - values[i]) ** 2, 0);
-  return 1 - residual / total;
 }
 
 /** Fits one critic (see the module comment). */

@@ -4,11 +4,11 @@
  * in `optimizer.safetensors` (float32, bit-exact). Together with the weights they let a run resume
  * exactly where it stopped.
  */
-import { closeSync, existsSync, openSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { readSafetensorsHeader, readTensor, writeSafetensors, type DeferredNamedTensor, type SafetensorsHeader } from '../model/safetensors.js';
+import { readSafetensorsHeader, readTensorNow, writeSafetensors, type DeferredNamedTensor, type SafetensorsHeader } from '../model/safetensors.js';
 import { momentArray, type AdamW, type AdamWRestorableState, type StoredMoment } from '../optim/adamw.js';
 import type { AdamWConfig } from '../optim/config.js';
 import { CheckpointError } from './atomic.js';
@@ -142,7 +142,7 @@ export async function readTrainerState(dir: string): Promise<SerializableTrainer
       if (entry.dtype !== 'F32' || length !== meta.data.sizes[i]) {
         throw new CheckpointError(`optimizer state tensor ${name} is ${entry.dtype}[${entry.shape.join(',')}], expected F32 with ${meta.data.sizes[i]} values`, dir);
       }
-      return { length, read: () => readStoredTensor(header, name) };
+      return { length, read: () => readTensorNow(header, name).data };
     };
     return {
       step: meta.data.step,
@@ -153,14 +153,4 @@ export async function readTrainerState(dir: string): Promise<SerializableTrainer
     };
   });
   return { ...raw, optimizers };
-}
-
-/** One tensor's values, read from its file now. */
-function readStoredTensor(header: SafetensorsHeader, name: string): Float32Array {
-  const fd = openSync(header.path, 'r');
-  try {
-    return readTensor(header, name, fd).data;
-  } finally {
-    closeSync(fd);
-  }
 }

@@ -156,6 +156,19 @@ export function readTensor(header: SafetensorsHeader, name: string, fd: number):
   return { shape: entry.shape.slice(), data: decodeToF32(bytes, entry.dtype, `${header.path}: tensor '${name}'`) };
 }
 
+/**
+ * Reads one tensor of a file whose header was read earlier, opening the file for this read only
+ * (streamed loading and resuming read each tensor when it is needed, never the whole file).
+ */
+export function readTensorNow(header: SafetensorsHeader, name: string): F32Tensor {
+  const fd = fs.openSync(header.path, 'r');
+  try {
+    return readTensor(header, name, fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
 /** Reads every tensor of a safetensors file as float32. */
 export function readSafetensors(path: string): Map<string, F32Tensor> {
   if (!fs.existsSync(path)) throw new Error(`${path}: safetensors file not found`);

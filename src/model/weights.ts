@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import { z } from 'zod';
 import type { DecoderConfig } from './config.js';
-import { readSafetensorsHeader, readTensor, type F32Tensor, type SafetensorsHeader } from './safetensors.js';
+import { readSafetensorsHeader, readTensorNow, type F32Tensor, type SafetensorsHeader } from './safetensors.js';
 
 /** A tensor the decoder expects: its Hugging Face name and shape. */
 export interface WeightSpec {
@@ -124,12 +124,7 @@ function fileBackedTensor(header: SafetensorsHeader, name: string, shape: number
   return {
     shape,
     get data(): Float32Array {
-      const fd = fs.openSync(header.path, 'r');
-      try {
-        return readTensor(header, name, fd).data;
-      } finally {
-        fs.closeSync(fd);
-      }
+      return readTensorNow(header, name).data;
     },
   };
 }
