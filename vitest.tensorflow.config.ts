@@ -21,6 +21,7 @@ export const TENSORFLOW_SUITE = [
   'test/tensorflow-determinism.test.ts', // bit-identical repeats
   'test/memory-model.test.ts', // blocked, chunked, recomputed and LoRA passes = one-shot
   'test/lora.test.ts', // adapters: B = 0 equals the base, merged = adapter, flat tensors
+  'test/lora-offload.test.ts', // a base with offloaded layers = a resident one, flat tensors
   'test/memory-ram.test.ts', // the machine's RAM bounds tensors off wasm
   'test/model-load-streamed.test.ts', // weights handed to TensorFlow one at a time
 ];

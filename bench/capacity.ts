@@ -8,7 +8,8 @@
  * both agents, and LoRA r = 16 (q, k, v, o) of both agents on one shared frozen base. Each ladder
  * stops at its first failure, whose message is printed. Figures only: nothing asserts.
  * `COMLRL_CAPACITY=full` or `lora` runs one ladder; `COMLRL_CAPACITY_ITEMS` sets items per run (2);
- * `COMLRL_CAPACITY_SKIP=n` starts a ladder at its n-th size (0-based), to resume a long measurement.
+ * `COMLRL_CAPACITY_SKIP=n` starts a ladder at its n-th size (0-based), to resume a long measurement;
+ * `COMLRL_CAPACITY_OFFLOAD=true|false|auto` sets `memory.offload_frozen_layers` (default: the config's, auto).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -55,6 +56,8 @@ const LORA_SIZES: Size[] = [
   { name: 'Qwen3-0.6B shapes, 40 layers', shape: { numLayers: 40 } },
   { name: 'Qwen3-0.6B shapes, 44 layers', shape: { numLayers: 44 } },
   { name: 'Qwen3-0.6B shapes, 48 layers', shape: { numLayers: 48 } },
+  // Qwen3-1.7B's published shapes: hidden 2048, MLP 6144, 28 layers, 16/8 heads of 128, tied.
+  { name: 'Qwen3-1.7B shapes (hidden 2048, MLP 6144, 28 layers)', shape: { hiddenSize: 2048, intermediateSize: 6144 } },
 ];
 const LORA = { r: 16, lora_alpha: 32, lora_dropout: 0, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
 
@@ -65,6 +68,11 @@ function trainRun(work: string, model: string, tldr: string, lora: boolean, item
   // eval_interval 0: no evaluation (any other value evaluates before each epoch's first item).
   doc.magrpo = { ...doc.magrpo, max_new_tokens: 32, eval_interval: 0 };
   doc.output = { ...doc.output, dir: path.join(work, 'run'), plots: false, eval_before_after: false, save_final_model: false };
+  const offload = process.env.COMLRL_CAPACITY_OFFLOAD;
+  if (offload !== undefined) {
+    if (!['true', 'false', 'auto'].includes(offload)) throw new Error(`COMLRL_CAPACITY_OFFLOAD must be true, false or auto, got '${offload}'`);
+    doc.memory = { ...doc.memory, offload_frozen_layers: offload === 'auto' ? 'auto' : offload === 'true' };
+  }
   const configFile = path.join(work, 'config.yaml');
   fs.writeFileSync(configFile, stringify(doc));
   const t0 = performance.now();

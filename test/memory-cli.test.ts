@@ -54,4 +54,11 @@ describe('housebuild-collm-cc at reduced size', () => {
     expect(r.err).not.toMatch(/memory access out of bounds|Aborted\(\)/);
     expect(existsSync(join(out, 'config.yaml'))).toBe(true);
   });
+
+  it('memory.offload_frozen_layers takes true, false or auto, and names itself when given anything else', async () => {
+    const out = join(root, 'run-bad-offload');
+    const r = await cli(base(out, ['memory.offload_frozen_layers=sometimes']));
+    expect(r.code).toBe(1);
+    expect(r.err).toMatch(/memory\.offload_frozen_layers must be 'auto' or true or false/);
+  });
 });

@@ -170,6 +170,8 @@ const memorySchema = z.strictObject({
   attention_block: size('memory.attention_block').default(DEFAULT_MEMORY_SETTINGS.attentionBlockBytes),
   /** Memory of one chunk of vocabulary logits. */
   logits_chunk: size('memory.logits_chunk').default(DEFAULT_MEMORY_SETTINGS.logitsChunkBytes),
+  /** A frozen LoRA base's layer weights in host memory, uploaded per use; 'auto': on wasm when they take over a quarter of the budget. */
+  offload_frozen_layers: autoOr('memory.offload_frozen_layers', bool('memory.offload_frozen_layers'), 'true or false').default('auto'),
 });
 
 /** The memory section after validation (sizes in bytes). */
@@ -184,6 +186,7 @@ export function memorySettingsOf(section: MemorySection): MemorySettings {
     recompute: section.recompute,
     attentionBlockBytes: section.attention_block,
     logitsChunkBytes: section.logits_chunk,
+    offloadFrozenLayers: section.offload_frozen_layers,
   };
 }
 

@@ -12,6 +12,11 @@ import { budgetBytes, memorySettings, type ModelMemoryOptions } from './settings
 /** What the planner needs of a model: its trainable variables (and, to estimate, its shapes). */
 export interface PlannableModel {
   trainableVariables(): tf.Variable[];
+  /**
+   * Bytes of weights uploaded per use while a pass runs one layer (a frozen base offloaded to host
+   * memory); such a model recomputes every layer of a taped pass. Default 0.
+   */
+  readonly frozenLayerUploadBytes?: number;
 }
 
 /** The size of one row as a pass sees it. */
@@ -99,7 +104,7 @@ const BLOCK_SHRINKS = [1, 4, 16] as const;
 
 /**
  * Splits `rows` (kept in order) into micro-batches whose passes fit the budget left after the
- * tensors held now and the step's gradient accumulators, and sets the model's attention block,
+ * tensors held now, the step's gradient accumulators and any layer uploads, and sets the model's attention block,
  * logits chunk and recomputation accordingly (recomputation under `recompute: 'auto'` only when
  * the largest row needs it).
  * @throws MemoryBudgetError, before anything is allocated, when one row alone does not fit.
@@ -112,8 +117,10 @@ export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], s
   if (!shape || !isMemoryAware(model)) return chunk(rows, maxRows);
 
   let free = freeTensorMemory();
-  const accumulators = options.backward ? variableBytes(model.trainableVariables()) + variableBytes(options.extraTrainable ?? []) : 0;
-  let available = free.bytes - accumulators;
+  // Offloaded layer weights come in one layer at a time, beside the pass's activations.
+  const uploads = model.frozenLayerUploadBytes ?? 0;
+  const reserved = (options.backward ? variableBytes(model.trainableVariables()) + variableBytes(options.extraTrainable ?? []) : 0) + uploads;
+  let available = free.bytes - reserved;
   const sizes = rows.map(sizeOf);
   const vocabSized = shape.vocabSize * shape.hiddenSize;
   const embeddingsTrainable = model.trainableVariables().some((v) => v.size === vocabSized);
@@ -132,7 +139,8 @@ export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], s
     let fit = { recompute: false, single: Infinity };
     for (const s of BLOCK_SHRINKS) {
       shrink = s;
-      const rc = settings.recompute === 'auto' && options.backward ? cost([largest], false) > available : settings.recompute === true;
+      // A model with offloaded layers recomputes every taped pass (see Decoder.forward).
+      const rc = uploads > 0 || (settings.recompute === 'auto' && options.backward ? cost([largest], false) > available : settings.recompute === true);
       fit = { recompute: rc, single: cost([largest], rc) };
       if (fit.single <= available) break;
     }
@@ -140,8 +148,8 @@ export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], s
   };
   let { recompute, single } = fitLargest();
   if (single > available && free.ram !== null) {
-    free = freeTensorMemoryFor(single + accumulators);
-    available = free.bytes - accumulators;
+    free = freeTensorMemoryFor(single + reserved);
+    available = free.bytes - reserved;
     ({ recompute, single } = fitLargest());
   }
   if (single > available) {
@@ -184,9 +192,10 @@ export function generationBatchSize(model: PlannableModel, total: number, prompt
   const shape = decoderShape(model);
   if (!shape) return cap;
   let free = freeTensorMemory();
-  const firstGuess = generationBytes(shape, 1, promptWidth, maxNewTokens, blockSizes(free.bytes).attentionBlockBytes);
+  const uploads = model.frozenLayerUploadBytes ?? 0;
+  const firstGuess = generationBytes(shape, 1, promptWidth, maxNewTokens, blockSizes(free.bytes).attentionBlockBytes) + uploads;
   if (firstGuess > free.bytes) free = freeTensorMemoryFor(firstGuess);
-  const available = free.bytes;
+  const available = free.bytes - uploads;
   const { attentionBlockBytes } = blockSizes(available);
   if (isMemoryAware(model)) model.memory = { ...model.memory, attentionBlockBytes };
   // Generation reads every weight in place (Decoder.freeze copies nothing; see matMulWeightT).

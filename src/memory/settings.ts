@@ -33,6 +33,12 @@ export interface MemorySettings {
   attentionBlockBytes: number;
   /** Bytes one chunk of vocabulary logits may take. */
   logitsChunkBytes: number;
+  /**
+   * Keep a frozen LoRA base's decoder-layer weights in host memory and upload each layer only
+   * while a pass runs it (taped passes then always recompute layers); 'auto': on wasm, when those
+   * weights would take more than a quarter of the budget (see {@link offloadsFrozenLayers}).
+   */
+  offloadFrozenLayers: boolean | 'auto';
 }
 
 const MiB = 2 ** 20;
@@ -46,6 +52,7 @@ export const DEFAULT_MEMORY_SETTINGS: Readonly<MemorySettings> = {
   recompute: 'auto',
   attentionBlockBytes: 64 * MiB,
   logitsChunkBytes: 64 * MiB,
+  offloadFrozenLayers: 'auto',
 };
 
 let current: MemorySettings = { ...DEFAULT_MEMORY_SETTINGS };
@@ -76,6 +83,19 @@ export function defaultBudgetBytes(backend: string | null = activeBackend()): nu
 /** The budget in force: the setting, else the active backend's default. */
 export function budgetBytes(): number {
   return current.budgetBytes ?? defaultBudgetBytes();
+}
+
+/**
+ * Whether a frozen base whose decoder layers' linear weights take `layerBytes` keeps them in host
+ * memory. wasm's heap stops at 4 GiB with the weights inside it (Qwen3-0.6B's layers alone take
+ * 1.64 GiB of the 3.5 GiB budget), while host memory is the machine's; uploading a layer per use
+ * costs a copy per pass, so 'auto' does it only where the heap is the limit and the layers a
+ * large part of it. Other backends allocate from the machine's memory anyway.
+ */
+export function offloadsFrozenLayers(layerBytes: number, backend: string | null = activeBackend()): boolean {
+  const s = current.offloadFrozenLayers;
+  if (s !== 'auto') return s;
+  return backend === 'wasm' && layerBytes > budgetBytes() / 4;
 }
 
 const UNITS: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: MiB, gib: GiB, tib: 2 ** 40 };

@@ -105,6 +105,16 @@ export class TfCausalLM implements CausalLM {
     );
   }
 
+  /**
+   * Bytes the largest decoder layer uploads each time a pass runs it: a frozen base whose layers
+   * are offloaded to host memory (see `FrozenBase`); 0 otherwise. The memory planner counts it.
+   */
+  get frozenLayerUploadBytes(): number {
+    if (this.uploadBytes === undefined) this.uploadBytes = this.lora?.base.linear.layerUploadBytes() ?? 0;
+    return this.uploadBytes;
+  }
+  private uploadBytes: number | undefined;
+
   /** See {@link CausalLM.loraInfo}. */
   get loraInfo(): LoraInfo | null {
     if (!this.lora) return null;

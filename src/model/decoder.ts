@@ -42,6 +42,21 @@ export interface ForwardContext {
 /** Linear weights and the head in HF layout [out, in], keyed by HF name, read in place by tape-free passes. */
 export type FrozenWeights = ReadonlyMap<string, tf.Tensor2D>;
 
+/**
+ * A frozen LoRA base's linear weights and head (`FrozenLinears` in lora/base.ts): `get` returns a
+ * resident tensor, or uploads an offloaded one into the caller's tidy scope.
+ */
+export interface FrozenLinearSource {
+  get(name: string): tf.Tensor2D | undefined;
+  readonly size: number;
+  /** Some weights are uploaded per use and freed with the scope that ran their layer. */
+  readonly uploadsPerUse: boolean;
+  /** Keeps layer `l`'s uploaded weights alive until the returned function is called. */
+  holdLayer(l: number): () => void;
+}
+
+const NO_FROZEN_BASE: FrozenLinearSource = { get: () => undefined, size: 0, uploadsPerUse: false, holdLayer: () => () => {} };
+
 const HEAD = 'lm_head.weight';
 
 /** What the decoder needs from a LoRA adapter (see `lora/adapter.ts`). */
@@ -68,7 +83,7 @@ export function rmsNorm<T extends tf.Tensor>(x: T, weight: tf.Tensor1D, eps: num
  */
 export class Decoder {
   /** A frozen LoRA base's linear weights and head, [out, in]; empty under full fine-tuning. */
-  private readonly base: FrozenWeights;
+  private readonly base: FrozenLinearSource;
   private readonly lora: LoraDelta | null;
 
   /**
@@ -81,9 +96,9 @@ export class Decoder {
   constructor(
     readonly cfg: DecoderConfig,
     private readonly w: ReadonlyMap<string, tf.Tensor>,
-    options: { frozenLinear?: FrozenWeights; lora?: LoraDelta } = {},
+    options: { frozenLinear?: FrozenLinearSource; lora?: LoraDelta } = {},
   ) {
-    this.base = options.frozenLinear ?? new Map();
+    this.base = options.frozenLinear ?? NO_FROZEN_BASE;
     this.lora = options.lora ?? null;
   }
 
@@ -173,8 +188,11 @@ export class Decoder {
     const cache: LayerCache[] = [];
     this.lora?.beginPass();
     let h = x;
+    // Offloaded layer weights live only as long as the scope that ran their layer, so a tape
+    // cannot keep them: such a base always recomputes (without a tape this is a plain layer run).
+    const recompute = (ctx.recompute || this.base.uploadsPerUse) && !ctx.keepCache && !ctx.past;
     for (let l = 0; l < this.cfg.numLayers; l++) {
-      if (ctx.recompute && !ctx.keepCache && !ctx.past) {
+      if (recompute) {
         // The backward pass may come after later forward passes (a shared actor-critic step runs
         // two): the recomputation replays this pass's dropout masks.
         const pass = this.lora?.dropoutPasses ?? 0;
@@ -188,7 +206,8 @@ export class Decoder {
             if (lora) lora.dropoutPasses = now;
           }
         };
-        h = recomputed(layer, h, [ctx.cos, ctx.sin], this.layerTrainables(l));
+        const hold = this.base.uploadsPerUse ? () => this.base.holdLayer(l) : undefined;
+        h = recomputed(layer, h, [ctx.cos, ctx.sin], this.layerTrainables(l), hold);
       } else {
         // One scope per layer: what the tape does not keep is freed layer by layer, not at the end.
         const input = h;

@@ -5,25 +5,30 @@ import { activeBackend, initBackend } from '../backend/index.js';
 import { TfCausalLM } from './causal-lm.js';
 import { parseDecoderConfig, parseGenerationEos, type DecoderConfig } from './config.js';
 import { LoraAdapter } from './lora/adapter.js';
-import { acquireFrozenBase, baseKey, FrozenBase } from './lora/base.js';
+import { acquireFrozenBase, baseKey, FrozenBase, isLayerLinear } from './lora/base.js';
 import type { LoraSettings } from './lora/config.js';
 import { isAdapterDir, readAdapterDir } from './lora/peft-io.js';
 import type { F32Tensor } from './safetensors.js';
 import { loadCheckpointWeights } from './weights.js';
 import { MemoryBudgetError } from '../memory/errors.js';
 import { freeTensorMemoryFor } from '../memory/plan.js';
+import { offloadsFrozenLayers } from '../memory/settings.js';
 
 /**
  * Refuses, before any tensor is made, weights that alone would not fit the memory budget next to
  * the tensors already held (on wasm the allocation would otherwise abort the process).
  */
-function checkWeightsFit(dir: string, weights: ReadonlyMap<string, F32Tensor>, what: string): void {
+function checkWeightsFit(dir: string, weights: ReadonlyMap<string, F32Tensor>, what: string, resident: (name: string) => boolean = () => true): void {
   let floats = 0;
   // From the shapes: reading `data` would read the file.
-  for (const w of weights.values()) floats += w.shape.reduce((a, b) => a * b, 1);
+  for (const [name, w] of weights) if (resident(name)) floats += elements(w);
   const need = floats * 4;
   const free = freeTensorMemoryFor(need);
   if (need > free.bytes) throw new MemoryBudgetError(`loading ${what} ${dir} (${(floats / 1e6).toFixed(0)} M parameters as float32)`, need, free.bytes, free.budget, free.ram);
+}
+
+function elements(w: F32Tensor): number {
+  return w.shape.reduce((a, b) => a * b, 1);
 }
 
 /** Options of {@link loadCausalLM}. */
@@ -91,7 +96,9 @@ function adapterBaseDir(adapterDir: string): string {
  * With `adapter` or `lora` the model is a LoRA model: its base weights are frozen and shared by
  * every LoRA model loaded from the same directory (loaded once, freed with the last model), and
  * only the adapter trains. A directory holding only a PEFT adapter loads onto the base its
- * `adapter_config.json` names.
+ * `adapter_config.json` names. Whether that base keeps its decoder layers' weights in host memory
+ * (uploaded one layer at a time per pass) follows the memory setting `offloadFrozenLayers`
+ * (`configureMemory`), read when the base is first loaded.
  */
 export async function loadCausalLM(dir: string, options: LoadCausalLMOptions = {}): Promise<TfCausalLM> {
   if (options.adapter === undefined && !fs.existsSync(path.join(dir, 'config.json')) && isAdapterDir(dir)) {
@@ -117,8 +124,11 @@ async function loadLora(dir: string, options: LoadCausalLMOptions): Promise<TfCa
   const base = await acquireFrozenBase(key, async () => {
     const c = readCheckpoint(dir, options);
     await ensureBackend();
-    checkWeightsFit(dir, c.weights, 'the frozen LoRA base');
-    return new FrozenBase(key, dir, c.cfg, c.raw, c.genRaw, c.weights);
+    let layerBytes = 0;
+    for (const [name, w] of c.weights) if (isLayerLinear(name)) layerBytes += 4 * elements(w);
+    const offloadLayers = offloadsFrozenLayers(layerBytes);
+    checkWeightsFit(dir, c.weights, 'the frozen LoRA base', (name) => !(offloadLayers && isLayerLinear(name)));
+    return new FrozenBase(key, dir, c.cfg, c.raw, c.genRaw, c.weights, { offloadLayers });
   });
   let adapter: LoraAdapter;
   try {

@@ -22,29 +22,42 @@ function engineState(): EngineState {
  * `consts` are other tensors `fn` reads that may be freed before the backward pass (RoPE tables,
  * masks): they are kept for it. `params` are the trainable tensors `fn` reads (they receive
  * gradients). `fn` must be deterministic (the recomputation must see the same values, e.g. the
- * same dropout masks).
+ * same dropout masks). `hold`, when given, makes tensors `fn` reads without saving them (weights
+ * uploaded per use) live from before each run of `fn` until its gradients are taken; it returns
+ * the function that frees them.
  */
 export function recomputed(
   fn: (x: tf.Tensor2D, consts: readonly tf.Tensor[]) => tf.Tensor2D,
   x: tf.Tensor2D,
   consts: readonly tf.Tensor[],
   params: readonly tf.Variable[],
+  hold?: () => () => void,
 ): tf.Tensor2D {
   const op = tf.customGrad(((...args: Array<tf.Tensor | ((t: tf.Tensor[]) => void)>) => {
     const save = args[args.length - 1] as (t: tf.Tensor[]) => void;
     const input = args[0] as tf.Tensor2D;
     save([input, ...consts]);
+    const release = hold?.();
+    let value: tf.Tensor2D;
+    try {
+      value = fn(input, consts);
+    } finally {
+      release?.();
+    }
     return {
-      value: fn(input, consts),
+      value,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
         const state = engineState();
         const outerTape = state.activeTape;
+        // The inner tape's backward pass runs after `fn` has returned, inside `gradients`.
+        const releaseInner = hold?.();
         try {
           const xs = [saved[0], ...params];
           const { value, grads } = tf.engine().gradients(() => fn(saved[0] as tf.Tensor2D, saved.slice(1)), xs, dy, true);
           value.dispose();
           return grads.map((g, i) => g ?? tf.zerosLike(xs[i]));
         } finally {
+          releaseInner?.();
           state.activeTape = outerTape;
         }
       },

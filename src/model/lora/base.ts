@@ -2,7 +2,8 @@
  * A frozen base model shared by every LoRA model built on the same checkpoint: its weights are
  * plain tensors (never variables, so no gradients and no optimizer moments) in Hugging Face layout,
  * never duplicated; products with them go through `matMulAgainstFrozen` (frozen-linear.ts), which reads them in
- * place.
+ * place. Offloaded, its decoder layers' linear weights stay in host memory instead and are
+ * uploaded only while a pass runs their layer (see {@link FrozenLinears}).
  * Models acquire and release it; the last release frees it.
  */
 import * as fs from 'node:fs';
@@ -18,16 +19,101 @@ import type { LoraAdapter } from './adapter.js';
 export const HEAD_KEY = 'lm_head.weight';
 const EMBED = 'model.embed_tokens.weight';
 
-function isLinear(name: string): boolean {
+/** Whether a weight is a decoder layer's linear projection (`*_proj.weight`). */
+export function isLayerLinear(name: string): boolean {
   return name.endsWith('_proj.weight');
+}
+
+/**
+ * A frozen base's linear weights and head as passes read them: resident tensors as they are, and
+ * offloaded ones (host memory) uploaded on each {@link FrozenLinears.get} into the caller's tidy
+ * scope, so they are freed with the scope that ran the layer, or held for a layer's forward and
+ * backward pass by {@link FrozenLinears.holdLayer}.
+ */
+export class FrozenLinears {
+  private readonly held = new Map<string, tf.Tensor2D>();
+
+  constructor(
+    private readonly resident: ReadonlyMap<string, tf.Tensor2D>,
+    private readonly host: ReadonlyMap<string, F32Tensor>,
+  ) {}
+
+  /** The weight [out, in], or undefined when the base has none of that name. */
+  get(name: string): tf.Tensor2D | undefined {
+    const t = this.resident.get(name) ?? this.held.get(name);
+    if (t) return t;
+    const h = this.host.get(name);
+    return h ? upload(h) : undefined;
+  }
+
+  /** Weights in all, resident or not. */
+  get size(): number {
+    return this.resident.size + this.host.size;
+  }
+
+  /**
+   * Whether some weights are uploaded per use: a layer's uploads then live only as long as the
+   * scope that ran it, so a taped pass must recompute layers (the decoder does).
+   */
+  get uploadsPerUse(): boolean {
+    return this.host.size > 0;
+  }
+
+  /**
+   * Uploads layer `l`'s offloaded weights once, outside any tidy scope, for a pass whose backward
+   * part runs after the scope that read them has closed (a recomputed layer's inner tape); the
+   * returned function frees them.
+   */
+  holdLayer(l: number): () => void {
+    const prefix = `model.layers.${l}.`;
+    const mine: string[] = [];
+    for (const [name, h] of this.host) {
+      if (!name.startsWith(prefix) || this.held.has(name)) continue;
+      this.held.set(name, tf.keep(upload(h)));
+      mine.push(name);
+    }
+    return () => {
+      for (const name of mine) {
+        this.held.get(name)?.dispose();
+        this.held.delete(name);
+      }
+    };
+  }
+
+  /** Bytes the largest decoder layer uploads per use (0 when every weight is resident). */
+  layerUploadBytes(): number {
+    const perLayer = new Map<string, number>();
+    for (const [name, h] of this.host) {
+      const layer = /^model\.layers\.(\d+)\./.exec(name)?.[1] ?? name;
+      perLayer.set(layer, (perLayer.get(layer) ?? 0) + 4 * h.data.length);
+    }
+    return Math.max(0, ...perLayer.values());
+  }
+}
+
+function upload(h: F32Tensor): tf.Tensor2D {
+  return uploadNow(tf.tensor2d(h.data, h.shape as [number, number], 'float32'));
+}
+
+/** How a {@link FrozenBase} holds its weights. */
+export interface FrozenBaseOptions {
+  /** Decoder layers' linear weights stay in host memory, uploaded per use. Default false. */
+  readonly offloadLayers?: boolean;
 }
 
 /** Frozen weights of one checkpoint, reference-counted. */
 export class FrozenBase {
   /** Embedding table (untied models), norms and biases. */
   readonly plain = new Map<string, tf.Tensor>();
-  /** `*_proj.weight` and the head, [out, in]. A tied model keeps its table here only, as the head. */
-  readonly linear = new Map<string, tf.Tensor2D>();
+  /**
+   * Resident `*_proj.weight` (all of them unless offloaded) and the head, [out, in]. A tied model
+   * keeps its table here only, as the head.
+   */
+  private readonly resident = new Map<string, tf.Tensor2D>();
+  /** Offloaded `*_proj.weight` values in host memory. */
+  private readonly host = new Map<string, F32Tensor>();
+  /** The linear weights and head as passes read them. */
+  readonly linear = new FrozenLinears(this.resident, this.host);
   private refs = 0;
   private onFree: (() => void) | null = null;
 
@@ -35,6 +121,7 @@ export class FrozenBase {
    * @param key - identity in the shared registry (resolved directory + load options)
    * @param dir - the checkpoint directory
    * @param weights - float32 values for every name of {@link expectedWeights}
+   * @param options - how the weights are held (see {@link FrozenBaseOptions})
    */
   constructor(
     readonly key: string,
@@ -43,14 +130,18 @@ export class FrozenBase {
     readonly config: Readonly<Record<string, unknown>>,
     readonly generationConfig: Readonly<Record<string, unknown>> | null,
     weights: ReadonlyMap<string, F32Tensor>,
+    options: FrozenBaseOptions = {},
   ) {
     try {
       for (const s of expectedWeights(decoderConfig)) {
         const w = weights.get(s.name);
         if (!w) throw new Error(`frozen base ${dir}: weight '${s.name}' missing`);
         const tied = decoderConfig.tieWordEmbeddings && s.name === EMBED;
-        if (isLinear(s.name) || s.name === HEAD_KEY || tied) {
-          this.linear.set(tied ? HEAD_KEY : s.name, tf.keep(uploadNow(tf.tensor2d(w.data, s.shape as [number, number], 'float32'))));
+        if (options.offloadLayers && isLayerLinear(s.name)) {
+          // Read once (a file-backed weight reads its file on each access).
+          this.host.set(s.name, { shape: s.shape.slice(), data: w.data });
+        } else if (isLayerLinear(s.name) || s.name === HEAD_KEY || tied) {
+          this.resident.set(tied ? HEAD_KEY : s.name, tf.keep(uploadNow(tf.tensor2d(w.data, s.shape as [number, number], 'float32'))));
         } else {
           this.plain.set(s.name, tf.keep(uploadNow(tf.tensor(w.data, s.shape, 'float32'))));
         }
@@ -91,9 +182,10 @@ export class FrozenBase {
     if (this.freed) return;
     this.freed = true;
     for (const t of this.plain.values()) t.dispose();
-    for (const t of this.linear.values()) t.dispose();
+    for (const t of this.resident.values()) t.dispose();
     this.plain.clear();
-    this.linear.clear();
+    this.resident.clear();
+    this.host.clear();
     this.onFree?.();
   }
 
@@ -102,11 +194,18 @@ export class FrozenBase {
     this.onFree = f;
   }
 
-  /** Bytes of float32 weights the base holds. */
+  /** Bytes of float32 weights the base holds as tensors (offloaded weights not included). */
   bytes(): number {
     let n = 0;
     for (const t of this.plain.values()) n += t.size;
-    for (const t of this.linear.values()) n += t.size;
+    for (const t of this.resident.values()) n += t.size;
+    return 4 * n;
+  }
+
+  /** Bytes of float32 weights the base holds in host memory (offloaded layers). */
+  hostBytes(): number {
+    let n = 0;
+    for (const h of this.host.values()) n += h.data.length;
     return 4 * n;
   }
 
@@ -123,7 +222,7 @@ export class FrozenBase {
         if (plain) return plain.clone();
         const w = this.linear.get(tiedEmbed ? HEAD_KEY : s.name);
         if (!w) throw new Error(`frozen base ${this.dir}: weight '${s.name}' missing`);
-        const d = isLinear(s.name) ? adapter?.deltaWeight(s.name) : null;
+        const d = isLayerLinear(s.name) ? adapter?.deltaWeight(s.name) : null;
         return d ? tf.add(w, d) : w.clone();
       });
       out.push({ name: s.name, shape: s.shape, data: (await t.data()) as Float32Array });
