@@ -11,6 +11,7 @@ import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { uploadNow } from '../../backend/ops.js';
 import type { DecoderConfig } from '../config.js';
+import type { FrozenLinearSource } from '../decoder.js';
 import type { F32Tensor, NamedTensor } from '../safetensors.js';
 import { expectedWeights } from '../weights.js';
 import type { LoraAdapter } from './adapter.js';
@@ -30,7 +31,7 @@ export function isLayerLinear(name: string): boolean {
  * scope, so they are freed with the scope that ran the layer, or held for a layer's forward and
  * backward pass by {@link FrozenLinears.holdLayer}.
  */
-export class FrozenLinears {
+export class FrozenLinears implements FrozenLinearSource {
   private readonly held = new Map<string, tf.Tensor2D>();
 
   constructor(
