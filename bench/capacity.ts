@@ -58,6 +58,8 @@ const LORA_SIZES: Size[] = [
   { name: 'Qwen3-0.6B shapes, 48 layers', shape: { numLayers: 48 } },
   // Qwen3-1.7B's published shapes: hidden 2048, MLP 6144, 28 layers, 16/8 heads of 128, tied.
   { name: 'Qwen3-1.7B shapes (hidden 2048, MLP 6144, 28 layers)', shape: { hiddenSize: 2048, intermediateSize: 6144 } },
+  // Qwen2.5-3B's sizes (the top of the papers' range) in the Qwen3 architecture: hidden 2048, MLP 11008, 36 layers, 16/2 heads of 128.
+  { name: "Qwen2.5-3B's sizes (hidden 2048, MLP 11008, 36 layers, 16/2 heads)", shape: { hiddenSize: 2048, intermediateSize: 11008, numLayers: 36, numKvHeads: 2 } },
 ];
 const LORA = { r: 16, lora_alpha: 32, lora_dropout: 0, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
 

@@ -3,7 +3,8 @@
  * baseline (../shared/reference/torch_bench.py, or $COMLRL_TORCH_BENCH) on the same checkpoint,
  * in the same run, with the ratios. Sections: model, rewards, CoopHE, MAGRPO step, CoLLM-CC item;
  * long ones only when named: `paper` (the CoLLM comparison in miniature, bench/paper.ts), `critic-fit`
- * (whether its critic can fit the sparse reward, bench/critic-fit.ts), `configs`, `memory`.
+ * (whether its critic can fit the sparse reward, bench/critic-fit.ts), `configs`, `memory`,
+ * `offload` (a frozen base's layers in host memory against on the backend, bench/offload.ts).
  * The backend-dependent sections (model, magrpo, collm) run once per backend — wasm, and
  * tensorflow when it is set up (or the list in $COMLRL_BENCH_BACKENDS) — each in a fresh child
  * process, and print one column per backend.
@@ -27,6 +28,7 @@ import { benchCollmCCItem } from './collm.js';
 import { benchPaper, paperWorker } from './paper.js';
 import { benchMatmul } from './matmul.js';
 import { benchCriticFit, printCriticFitTable } from './critic-fit.js';
+import { benchOffload, printOffloadTable } from './offload.js';
 
 type Figures = Record<string, number>;
 
@@ -186,8 +188,9 @@ async function main(): Promise<void> {
   }
   if (only.has('capacity')) printCapacityTable(await benchCapacity(), process.env.COMLRL_BACKEND ?? 'wasm');
   if (only.has('critic-fit')) printCriticFitTable(await benchCriticFit(), Number(process.env.COMLRL_CRITIC_FIT_LR ?? 1e-2));
+  if (only.has('offload')) printOffloadTable(await benchOffload());
   // Only long runs named: nothing else to measure.
-  if (only.size > 0 && [...only].every((n) => ['paper', 'configs', 'memory', 'capacity', 'critic-fit'].includes(n))) return;
+  if (only.size > 0 && [...only].every((n) => ['paper', 'configs', 'memory', 'capacity', 'critic-fit', 'offload'].includes(n))) return;
   const backends = benchBackends();
   console.log(`# comlrl benchmark (${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}; backends: ${backends.join(', ')})`);
 
