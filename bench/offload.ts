@@ -14,11 +14,11 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend, setBackendLogger, type BackendName } from '../src/backend/index.js';
+import { initBackend, setBackendLogger } from '../src/backend/index.js';
 import { configureMemory, DEFAULT_MEMORY_SETTINGS } from '../src/memory/settings.js';
 import { loraSectionSchema, loraSettings } from '../src/model/lora/config.js';
 import { loadCausalLM } from '../src/model/load.js';
-import { TINY_MODEL_PRESETS, type TinyModelPreset } from '../src/model/presets.js';
+import { TINY_MODEL_PRESETS } from '../src/model/presets.js';
 import { createTinyModel } from '../src/model/tiny.js';
 
 /** One base's figures. */
@@ -71,10 +71,12 @@ async function measure(dir: string, offloaded: boolean): Promise<OffloadRun> {
 
 /** Runs both loads (see the file comment) and returns their figures, resident first. */
 export async function benchOffload(): Promise<OffloadRun[]> {
-  const like = (process.env.COMLRL_OFFLOAD_LIKE ?? 'qwen3-0.6b') as TinyModelPreset;
-  if (!TINY_MODEL_PRESETS.includes(like)) throw new Error(`COMLRL_OFFLOAD_LIKE must be one of ${TINY_MODEL_PRESETS.join(', ')}, got '${like}'`);
+  const wanted = process.env.COMLRL_OFFLOAD_LIKE ?? 'qwen3-0.6b';
+  const like = TINY_MODEL_PRESETS.find((p) => p === wanted);
+  if (!like) throw new Error(`COMLRL_OFFLOAD_LIKE must be one of ${TINY_MODEL_PRESETS.join(', ')}, got '${wanted}'`);
   setBackendLogger(null);
-  await initBackend((process.env.COMLRL_BACKEND ?? 'wasm') as BackendName);
+  // wasm unless COMLRL_BACKEND names another backend (initBackend reads it when given none).
+  await initBackend(process.env.COMLRL_BACKEND ? undefined : 'wasm');
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-bench-offload-'));
   try {
     const dir = path.join(work, 'model');
