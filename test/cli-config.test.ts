@@ -8,7 +8,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { applyOverrides, parseConfigText, parseOverride, readConfigFile } from '../src/config/load.js';
-import { ConfigError, parseRunConfig, runConfigIdentity, runConfigToDocument } from '../src/config/schema.js';
+import { ConfigError, memorySettingsOf, parseRunConfig, runConfigIdentity, runConfigToDocument } from '../src/config/schema.js';
 import { configHash } from '../src/config/hash.js';
 
 const parse = (doc: unknown) => parseRunConfig(doc, TRAINER_CONFIG_SCHEMAS, 'test.yaml');
@@ -148,5 +148,12 @@ describe('config files', () => {
     const c = parse({ ...base(), magrpo: { num_turns: 1, agent_learning_rate: 1e-4 } });
     expect(configHash(runConfigIdentity(a))).toBe(configHash(runConfigIdentity(b)));
     expect(configHash(runConfigIdentity(a))).not.toBe(configHash(runConfigIdentity(c)));
+  });
+
+  test('memory.offload_frozen_layers reaches the library setting (auto by default)', () => {
+    expect(memorySettingsOf(parse(base()).memory).offloadFrozenLayers).toBe('auto');
+    expect(memorySettingsOf(parse({ ...base(), memory: { offload_frozen_layers: true } }).memory).offloadFrozenLayers).toBe(true);
+    expect(memorySettingsOf(parse({ ...base(), memory: { offload_frozen_layers: false } }).memory).offloadFrozenLayers).toBe(false);
+    expect(issues({ ...base(), memory: { offload_frozen_layers: 'yes' } })[0]).toMatch(/^memory\.offload_frozen_layers: memory\.offload_frozen_layers must be 'auto' or true or false/);
   });
 });
