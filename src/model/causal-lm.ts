@@ -110,10 +110,8 @@ export class TfCausalLM implements CausalLM {
    * are offloaded to host memory (see `FrozenBase`); 0 otherwise. The memory planner counts it.
    */
   get frozenLayerUploadBytes(): number {
-    if (this.uploadBytes === undefined) this.uploadBytes = this.lora?.base.linear.layerUploadBytes() ?? 0;
-    return this.uploadBytes;
+    return this.lora?.base.linear.layerUploadBytes ?? 0;
   }
-  private uploadBytes: number | undefined;
 
   /** See {@link CausalLM.loraInfo}. */
   get loraInfo(): LoraInfo | null {

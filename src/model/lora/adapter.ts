@@ -217,7 +217,8 @@ function toVariable(data: Float32Array, shape: [number, number], name: string): 
   return v;
 }
 
-function layerOf(modulePath: string): number {
+/** The decoder layer of a module path or weight name (`model.layers.<l>.…`). */
+export function layerOf(modulePath: string): number {
   return Number(/^model\.layers\.(\d+)\./.exec(modulePath)![1]);
 }
 

@@ -14,7 +14,7 @@ import type { DecoderConfig } from '../config.js';
 import type { FrozenLinearSource } from '../decoder.js';
 import type { F32Tensor, NamedTensor } from '../safetensors.js';
 import { expectedWeights } from '../weights.js';
-import type { LoraAdapter } from './adapter.js';
+import { layerOf, type LoraAdapter } from './adapter.js';
 
 /** The output head's key in {@link FrozenBase.linear} (the embedding table itself when tied). */
 export const HEAD_KEY = 'lm_head.weight';
@@ -33,11 +33,24 @@ export function isLayerLinear(name: string): boolean {
  */
 export class FrozenLinears implements FrozenLinearSource {
   private readonly held = new Map<string, tf.Tensor2D>();
+  /** Offloaded weight names per decoder layer. */
+  private readonly hostByLayer = new Map<number, string[]>();
+  /** Bytes the largest decoder layer uploads per use (0 when every weight is resident). */
+  readonly layerUploadBytes: number;
 
+  /** `resident` and `host` are complete when this is built (a base never adds weights later). */
   constructor(
     private readonly resident: ReadonlyMap<string, tf.Tensor2D>,
     private readonly host: ReadonlyMap<string, F32Tensor>,
-  ) {}
+  ) {
+    const bytes = new Map<number, number>();
+    for (const [name, h] of host) {
+      const l = layerOf(name);
+      this.hostByLayer.set(l, [...(this.hostByLayer.get(l) ?? []), name]);
+      bytes.set(l, (bytes.get(l) ?? 0) + 4 * h.data.length);
+    }
+    this.layerUploadBytes = Math.max(0, ...bytes.values());
+  }
 
   /** The weight [out, in], or undefined when the base has none of that name. */
   get(name: string): tf.Tensor2D | undefined {
@@ -66,29 +79,14 @@ export class FrozenLinears implements FrozenLinearSource {
    * returned function frees them.
    */
   holdLayer(l: number): () => void {
-    const prefix = `model.layers.${l}.`;
-    const mine: string[] = [];
-    for (const [name, h] of this.host) {
-      if (!name.startsWith(prefix) || this.held.has(name)) continue;
-      this.held.set(name, tf.keep(upload(h)));
-      mine.push(name);
-    }
+    const mine = (this.hostByLayer.get(l) ?? []).filter((name) => !this.held.has(name));
+    for (const name of mine) this.held.set(name, tf.keep(upload(this.host.get(name)!)));
     return () => {
       for (const name of mine) {
         this.held.get(name)?.dispose();
         this.held.delete(name);
       }
     };
-  }
-
-  /** Bytes the largest decoder layer uploads per use (0 when every weight is resident). */
-  layerUploadBytes(): number {
-    const perLayer = new Map<string, number>();
-    for (const [name, h] of this.host) {
-      const layer = /^model\.layers\.(\d+)\./.exec(name)?.[1] ?? name;
-      perLayer.set(layer, (perLayer.get(layer) ?? 0) + 4 * h.data.length);
-    }
-    return Math.max(0, ...perLayer.values());
   }
 }
 
@@ -113,8 +111,8 @@ export class FrozenBase {
   private readonly resident = new Map<string, tf.Tensor2D>();
   /** Offloaded `*_proj.weight` values in host memory. */
   private readonly host = new Map<string, F32Tensor>();
-  /** The linear weights and head as passes read them. */
-  readonly linear = new FrozenLinears(this.resident, this.host);
+  /** The linear weights and head as passes read them (built once every weight is in place). */
+  readonly linear: FrozenLinears;
   private refs = 0;
   private onFree: (() => void) | null = null;
 
@@ -151,6 +149,7 @@ export class FrozenBase {
       this.free();
       throw err;
     }
+    this.linear = new FrozenLinears(this.resident, this.host);
   }
 
   /** Models currently holding this base. */
