@@ -8,7 +8,7 @@ import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { z } from 'zod';
-import { readSafetensorsHeader, readTensorNow, writeSafetensors, type DeferredNamedTensor, type SafetensorsHeader } from '../model/safetensors.js';
+import { numel, readSafetensorsHeader, readTensorNow, writeSafetensors, type DeferredNamedTensor, type SafetensorsHeader } from '../model/safetensors.js';
 import { momentArray, type AdamW, type AdamWRestorableState, type StoredMoment } from '../optim/adamw.js';
 import type { AdamWConfig } from '../optim/config.js';
 import { CheckpointError } from './atomic.js';
@@ -138,7 +138,7 @@ export async function readTrainerState(dir: string): Promise<SerializableTrainer
       const name = `opt${k}.${kind}.${i}`;
       const entry = header.entries.get(name);
       if (!entry) throw new CheckpointError(`optimizer state ${OPTIMIZER_STATE_FILE} lacks tensor ${name}`, dir);
-      const length = entry.shape.reduce((a, b) => a * b, 1);
+      const length = numel(entry.shape);
       if (entry.dtype !== 'F32' || length !== meta.data.sizes[i]) {
         throw new CheckpointError(`optimizer state tensor ${name} is ${entry.dtype}[${entry.shape.join(',')}], expected F32 with ${meta.data.sizes[i]} values`, dir);
       }

@@ -8,7 +8,7 @@ import { LoraAdapter } from './lora/adapter.js';
 import { acquireFrozenBase, baseKey, FrozenBase, isLayerLinear } from './lora/base.js';
 import type { LoraSettings } from './lora/config.js';
 import { isAdapterDir, readAdapterDir } from './lora/peft-io.js';
-import type { F32Tensor } from './safetensors.js';
+import { numel, type F32Tensor } from './safetensors.js';
 import { loadCheckpointWeights } from './weights.js';
 import { MemoryBudgetError } from '../memory/errors.js';
 import { freeTensorMemoryFor } from '../memory/plan.js';
@@ -21,14 +21,10 @@ import { offloadsFrozenLayers } from '../memory/settings.js';
 function checkWeightsFit(dir: string, weights: ReadonlyMap<string, F32Tensor>, what: string, resident: (name: string) => boolean = () => true): void {
   let floats = 0;
   // From the shapes: reading `data` would read the file.
-  for (const [name, w] of weights) if (resident(name)) floats += elements(w);
+  for (const [name, w] of weights) if (resident(name)) floats += numel(w.shape);
   const need = floats * 4;
   const free = freeTensorMemoryFor(need);
   if (need > free.bytes) throw new MemoryBudgetError(`loading ${what} ${dir} (${(floats / 1e6).toFixed(0)} M parameters as float32)`, need, free.bytes, free.budget, free.ram);
-}
-
-function elements(w: F32Tensor): number {
-  return w.shape.reduce((a, b) => a * b, 1);
 }
 
 /** Options of {@link loadCausalLM}. */
@@ -125,7 +121,7 @@ async function loadLora(dir: string, options: LoadCausalLMOptions): Promise<TfCa
     const c = readCheckpoint(dir, options);
     await ensureBackend();
     let layerBytes = 0;
-    for (const [name, w] of c.weights) if (isLayerLinear(name)) layerBytes += 4 * elements(w);
+    for (const [name, w] of c.weights) if (isLayerLinear(name)) layerBytes += 4 * numel(w.shape);
     const offloadLayers = offloadsFrozenLayers(layerBytes);
     checkWeightsFit(dir, c.weights, 'the frozen LoRA base', (name) => !(offloadLayers && isLayerLinear(name)));
     return new FrozenBase(key, dir, c.cfg, c.raw, c.genRaw, c.weights, { offloadLayers });

@@ -1,5 +1,5 @@
 import * as fs from 'node:fs';
-import { assertLittleEndian, f32ToBf16, f32ToF16, type SafetensorsDtype } from './safetensors.js';
+import { assertLittleEndian, f32ToBf16, f32ToF16, numel, type SafetensorsDtype } from './safetensors.js';
 
 /** A tensor to stream into a safetensors file: its name and shape; values come from `fill`. */
 export interface StreamedTensorSpec {
@@ -39,9 +39,9 @@ export function writeSafetensorsStreamed(
   const header: Record<string, unknown> = {};
   let offset = 0;
   for (const t of tensors) {
-    const numel = t.shape.reduce((a, b) => a * b, 1);
-    header[t.name] = { dtype, shape: t.shape, data_offsets: [offset, offset + numel * width] };
-    offset += numel * width;
+    const bytes = numel(t.shape) * width;
+    header[t.name] = { dtype, shape: t.shape, data_offsets: [offset, offset + bytes] };
+    offset += bytes;
   }
   const total = offset;
   header.__metadata__ = options.metadata ?? { format: 'pt' };
@@ -59,9 +59,9 @@ export function writeSafetensorsStreamed(
     writeAll(fd, len);
     writeAll(fd, jsonBytes);
     for (const t of tensors) {
-      const numel = t.shape.reduce((a, b) => a * b, 1);
-      for (let start = 0; start < numel; start += chunkSize) {
-        const chunk = buffer.subarray(0, Math.min(chunkSize, numel - start));
+      const count = numel(t.shape);
+      for (let start = 0; start < count; start += chunkSize) {
+        const chunk = buffer.subarray(0, Math.min(chunkSize, count - start));
         fill(t, chunk, start);
         const bytes =
           dtype === 'F32'

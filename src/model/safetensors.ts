@@ -29,6 +29,11 @@ export interface F32Tensor {
 
 const BYTES: Record<string, number> = { F32: 4, F16: 2, BF16: 2, F64: 8, I64: 8, I32: 4, I16: 2, I8: 1, U8: 1, BOOL: 1 };
 
+/** Elements of a tensor of `shape` (1 for a scalar). */
+export function numel(shape: readonly number[]): number {
+  return shape.reduce((a, b) => a * b, 1);
+}
+
 /** Throws unless the host is little-endian (the file format and our typed-array views both assume it). */
 export function assertLittleEndian(endianness: 'LE' | 'BE' = os.endianness()): void {
   if (endianness !== 'LE') {
@@ -87,10 +92,9 @@ export function readSafetensorsHeader(path: string, fd?: number): SafetensorsHea
         throw new Error(`${where}: bad data_offsets`);
       }
       const shape = v.shape as number[];
-      const numel = shape.reduce((a, b) => a * b, 1);
       const width = BYTES[v.dtype];
-      if (width !== undefined && (off[1] - off[0]) !== numel * width) {
-        throw new Error(`${where}: data_offsets span ${off[1] - off[0]} bytes but ${v.dtype}[${shape.join(',')}] needs ${numel * width}`);
+      if (width !== undefined && (off[1] - off[0]) !== numel(shape) * width) {
+        throw new Error(`${where}: data_offsets span ${off[1] - off[0]} bytes but ${v.dtype}[${shape.join(',')}] needs ${numel(shape) * width}`);
       }
       if (off[1] > dataSize) {
         throw new Error(`${path}: truncated file (tensor '${name}' ends at byte ${dataStart + off[1]}, file has ${size})`);
@@ -265,16 +269,15 @@ export function writeSafetensors(
   const width = BYTES[dtype];
   const header: Record<string, unknown> = {};
   let offset = 0;
-  const numelOf = (t: { shape: number[] }) => t.shape.reduce((a, b) => a * b, 1);
   const checked = (t: { name: string; shape: number[] }, data: Float32Array): Float32Array => {
-    if (numelOf(t) !== data.length) throw new Error(`writeSafetensors ${path}: tensor '${t.name}' has ${data.length} values for shape [${t.shape.join(',')}]`);
+    if (numel(t.shape) !== data.length) throw new Error(`writeSafetensors ${path}: tensor '${t.name}' has ${data.length} values for shape [${t.shape.join(',')}]`);
     return data;
   };
   for (const t of tensors) {
-    const numel = numelOf(t);
+    const bytes = numel(t.shape) * width;
     if ('data' in t) checked(t, t.data);
-    header[t.name] = { dtype, shape: t.shape, data_offsets: [offset, offset + numel * width] };
-    offset += numel * width;
+    header[t.name] = { dtype, shape: t.shape, data_offsets: [offset, offset + bytes] };
+    offset += bytes;
   }
   header.__metadata__ = metadata;
   let json = JSON.stringify(header);

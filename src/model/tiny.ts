@@ -6,6 +6,7 @@ import { writeTinyTokenizer, type TinyTokenizerInfo } from '../tokenizer/tiny.js
 import { rngFor } from '../util/rng.js';
 import { parseDecoderConfig, type DecoderConfig } from './config.js';
 import { presetConfig, TINY_MODEL_PRESETS, type TinyModelPreset } from './presets.js';
+import { numel } from './safetensors.js';
 import { writeSafetensorsStreamed } from './safetensors-stream.js';
 import { expectedWeights } from './weights.js';
 
@@ -165,7 +166,7 @@ function keepOrTok(eos: unknown, tok: TinyTokenizerInfo): number | number[] {
 
 /** Parameters of a decoder config's checkpoint (a tied lm_head counts once). */
 export function parameterCount(cfg: DecoderConfig): number {
-  return expectedWeights(cfg).reduce((sum, s) => sum + s.shape.reduce((a, b) => a * b, 1), 0);
+  return expectedWeights(cfg).reduce((sum, s) => sum + numel(s.shape), 0);
 }
 
 /**
