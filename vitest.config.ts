@@ -3,6 +3,8 @@ import { defineConfig } from 'vitest/config';
 export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
+    // The torch backend's own files run in the torch pass only (vitest.torch.config.ts).
+    exclude: ['test/torch-*.test.ts', '**/node_modules/**'],
     testTimeout: 120_000,
     hookTimeout: 120_000,
     // tfjs backends are process-global; forks keep each file's backend state isolated.

@@ -1,13 +1,14 @@
 import * as tf from '@tensorflow/tfjs';
 import { installWasmKernelFixes } from './wasm-kernels.js';
 import { loadTensorflowPackage, quietTensorflowLogs, tensorflowInstalled } from './tensorflow.js';
+import { describeTorch, registerTorchBackend, torchInstalled, torchSetupHasCuda } from './torch/index.js';
 
 /** Tensor backends comlrl can run on. */
-export type BackendName = 'wasm' | 'cpu' | 'tensorflow' | 'tensorflow-gpu' | 'webgpu';
+export type BackendName = 'wasm' | 'cpu' | 'tensorflow' | 'tensorflow-gpu' | 'torch' | 'webgpu';
 
-export const BACKEND_NAMES: readonly BackendName[] = ['wasm', 'cpu', 'tensorflow', 'tensorflow-gpu', 'webgpu'];
+export const BACKEND_NAMES: readonly BackendName[] = ['wasm', 'cpu', 'tensorflow', 'tensorflow-gpu', 'torch', 'webgpu'];
 
-/** A backend to ask for: a {@link BackendName}, or `auto` (`tensorflow` when installed, else `wasm`). */
+/** A backend to ask for: a {@link BackendName}, or `auto` (see {@link autoBackend}). */
 export type BackendChoice = 'auto' | BackendName;
 
 export const BACKEND_CHOICES: readonly BackendChoice[] = ['auto', ...BACKEND_NAMES];
@@ -56,6 +57,9 @@ async function registerBackend(name: BackendName): Promise<string> {
       quietTensorflowLogs();
       await loadTensorflowPackage();
       return 'tensorflow';
+    case 'torch':
+      registerTorchBackend();
+      return 'torch';
     case 'tensorflow-gpu':
       quietTensorflowLogs();
       // tfjs-node-gpu registers itself under the same kernel-backend name as tfjs-node.
@@ -83,11 +87,22 @@ async function registerBackend(name: BackendName): Promise<string> {
 }
 
 /**
+ * What `auto` picks, and why: torch on a CUDA GPU when it is set up with one; on CPU the faster
+ * of the native backends that are set up for training (tensorflow: its oneDNN matmuls beat torch's
+ * MKL ones here, see the README's benchmark), then torch; else wasm.
+ */
+export function autoBackend(): { name: BackendName; why: string } {
+  if (torchInstalled() && torchSetupHasCuda()) return { name: 'torch', why: 'torch is set up with CUDA' };
+  if (tensorflowInstalled()) return { name: 'tensorflow', why: torchInstalled() ? 'tensorflow trains faster than torch on CPU' : 'tensorflow is installed' };
+  if (torchInstalled()) return { name: 'torch', why: 'torch is installed' };
+  return { name: 'wasm', why: 'no native backend is set up; npm run setup:tensorflow or npm run setup:torch adds one' };
+}
+
+/**
  * Selects and initialises the tensor backend. Choice: `name`, else env `COMLRL_BACKEND`, else
- * `auto`, which is `tensorflow` when it is installed (`npm run setup:tensorflow`, or the
- * `@tensorflow/tfjs-node` package) and `wasm` otherwise. The optional native backends are imported
- * only when asked for; a missing package is an error naming what to install. Logs
- * `[comlrl] backend: <name>` once per chosen backend.
+ * `auto` ({@link autoBackend}: torch on a CUDA GPU, else tensorflow or torch when set up, else
+ * wasm). The optional native backends are loaded only when asked for; a missing one is an error
+ * naming how to set it up. Logs `[comlrl] backend: <name> (<details>)` once per chosen backend.
  */
 export async function initBackend(name?: BackendChoice): Promise<BackendName> {
   const env = process.env.COMLRL_BACKEND;
@@ -97,7 +112,8 @@ export async function initBackend(name?: BackendChoice): Promise<BackendName> {
       : env !== undefined && env !== ''
         ? parseBackendChoice(env, 'COMLRL_BACKEND')
         : 'auto';
-  const wanted: BackendName = choice === 'auto' ? (tensorflowInstalled() ? 'tensorflow' : 'wasm') : choice;
+  const auto = choice === 'auto' ? autoBackend() : null;
+  const wanted: BackendName = auto !== null ? auto.name : (choice as BackendName);
   // tfjs's own console nags ("install the node backend", ...) are noise for library users.
   tf.env().set('PROD', true);
   const kernelName = await registerBackend(wanted);
@@ -112,8 +128,8 @@ export async function initBackend(name?: BackendChoice): Promise<BackendName> {
   active = wanted;
   if (!announced.has(wanted)) {
     announced.add(wanted);
-    const note = wanted === 'webgpu' ? ' (experimental)' : choice === 'auto' ? ` (auto: ${wanted === 'tensorflow' ? 'tensorflow is installed' : 'tensorflow is not installed; npm run setup:tensorflow adds it'})` : '';
-    logger?.(`[comlrl] backend: ${wanted}${note}`);
+    const notes = [wanted === 'webgpu' ? 'experimental' : null, wanted === 'torch' ? describeTorch() : null, auto !== null ? `auto: ${auto.why}` : null].filter((x) => x !== null);
+    logger?.(`[comlrl] backend: ${wanted}${notes.length > 0 ? ` (${notes.join('; ')})` : ''}`);
   }
   return wanted;
 }

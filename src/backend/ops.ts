@@ -23,6 +23,15 @@ export function transposeLast2<T extends tf.Tensor>(x: T): T {
 }
 
 /**
+ * Whether one BatchMatMul kernel beats per-slice 2-D products: on the native backends (TensorFlow,
+ * torch) one batched call is fast at every size; on wasm, slicing wins except for a few rows.
+ */
+export function batchedMatMulIsFast(): boolean {
+  const b = tf.getBackend();
+  return b === 'tensorflow' || b === 'torch';
+}
+
+/**
  * Plain (non-differentiable-aware) matmul: rank-2 directly, higher ranks split into 2-D matmuls
  * over the flattened batch, which is several times faster than BatchMatMul on wasm (except for
  * very few rows per entry, and on tensorflow, where one batched call wins).
@@ -40,9 +49,8 @@ export function rawMatMul(a: tf.Tensor, b: tf.Tensor): tf.Tensor {
   const [m, k] = a.shape.slice(-2);
   const [k2, p] = b.shape.slice(-2);
   if (k !== k2) throw new Error(`matMul: inner dims differ ${k} vs ${k2}`);
-  // TensorFlow's BatchMatMul is fast at every size: one call instead of n slices' op overhead.
   // A few rows per batch entry (KV-cache decoding): the batched kernel beats per-slice op overhead.
-  if (m <= 4 || tf.getBackend() === 'tensorflow') return tf.reshape(tf.matMul(tf.reshape(a, [n, m, k]) as tf.Tensor3D, tf.reshape(b, [n, k, p]) as tf.Tensor3D), [...batch, m, p]);
+  if (m <= 4 || batchedMatMulIsFast()) return tf.reshape(tf.matMul(tf.reshape(a, [n, m, k]) as tf.Tensor3D, tf.reshape(b, [n, k, p]) as tf.Tensor3D), [...batch, m, p]);
   const as = tf.unstack(tf.reshape(a, [n, m, k]));
   const bs = tf.unstack(tf.reshape(b, [n, k, p]));
   const outs = as.map((x, i) => tf.matMul(x as tf.Tensor2D, bs[i] as tf.Tensor2D));

@@ -1,7 +1,8 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { fileURLToPath, pathToFileURL } from 'node:url';
+import { pathToFileURL } from 'node:url';
+import { packageRoot } from './package-root.js';
 
 // Where the `tensorflow` backend comes from: the build `npm run setup:tensorflow` leaves in
 // <package root>/.tensorflow/cpu (tfjs-node compiled against PyPI's libtensorflow), else a regular
@@ -9,22 +10,6 @@ import { fileURLToPath, pathToFileURL } from 'node:url';
 
 const TFJS_NODE = '@tensorflow/tfjs-node';
 const TFJS_NODE_VERSION = '4.22.0';
-
-/** comlrl's package root: the nearest folder above this module whose package.json is comlrl's. */
-function packageRoot(): string | null {
-  let dir = path.dirname(fileURLToPath(import.meta.url));
-  for (;;) {
-    try {
-      const pkg = JSON.parse(fs.readFileSync(path.join(dir, 'package.json'), 'utf8')) as { name?: unknown };
-      if (pkg.name === 'comlrl') return dir;
-    } catch {
-      // no package.json here: keep walking up
-    }
-    const up = path.dirname(dir);
-    if (up === dir) return null;
-    dir = up;
-  }
-}
 
 /** The folder `npm run setup:tensorflow` installs into (it may not exist). */
 export function tensorflowSetupDir(): string | null {

@@ -172,6 +172,8 @@ const memorySchema = z.strictObject({
   logits_chunk: size('memory.logits_chunk').default(DEFAULT_MEMORY_SETTINGS.logitsChunkBytes),
   /** A frozen LoRA base's layer weights in host memory, uploaded per use; 'auto': on wasm when they take over a quarter of the budget. */
   offload_frozen_layers: autoOr('memory.offload_frozen_layers', bool('memory.offload_frozen_layers'), 'true or false').default('auto'),
+  /** A frozen LoRA base's matrix weights in float32, or bfloat16 on the torch backend. */
+  frozen_base_dtype: z.enum(['float32', 'bfloat16'], { error: 'memory.frozen_base_dtype must be float32 or bfloat16' }).default('float32'),
 });
 
 /** The memory section after validation (sizes in bytes). */
@@ -187,6 +189,7 @@ export function memorySettingsOf(section: MemorySection): MemorySettings {
     attentionBlockBytes: section.attention_block,
     logitsChunkBytes: section.logits_chunk,
     offloadFrozenLayers: section.offload_frozen_layers,
+    frozenBaseDtype: section.frozen_base_dtype,
   };
 }
 

@@ -4,7 +4,7 @@
  * users with {@link configureMemory}.
  */
 import * as os from 'node:os';
-import { activeBackend } from '../backend/index.js';
+import { activeBackend, torchDeviceMemoryBytes } from '../backend/index.js';
 
 /** How one model's passes bound their memory (set from {@link MemorySettings} by the planner). */
 export interface ModelMemoryOptions {
@@ -39,6 +39,12 @@ export interface MemorySettings {
    * weights would take more than a quarter of the budget (see {@link offloadsFrozenLayers}).
    */
   offloadFrozenLayers: boolean | 'auto';
+  /**
+   * How a frozen LoRA base's resident matrix weights (layers' linears and the head) are held:
+   * `float32`, or `bfloat16` on the torch backend (half the memory; products with them run in
+   * bfloat16 with float32 results, as PyTorch's bf16 autocast does). Other backends keep float32.
+   */
+  frozenBaseDtype: 'float32' | 'bfloat16';
 }
 
 const MiB = 2 ** 20;
@@ -53,6 +59,7 @@ export const DEFAULT_MEMORY_SETTINGS: Readonly<MemorySettings> = {
   attentionBlockBytes: 64 * MiB,
   logitsChunkBytes: 64 * MiB,
   offloadFrozenLayers: 'auto',
+  frozenBaseDtype: 'float32',
 };
 
 let current: MemorySettings = { ...DEFAULT_MEMORY_SETTINGS };
@@ -77,6 +84,9 @@ export function memorySettings(): Readonly<MemorySettings> {
  */
 export function defaultBudgetBytes(backend: string | null = activeBackend()): number {
   if (backend === 'wasm') return 3.5 * GiB;
+  // torch on a GPU: the device's memory, less a tenth for CUDA's context and allocator slack.
+  const gpu = backend === 'torch' ? torchDeviceMemoryBytes() : null;
+  if (gpu !== null) return Math.floor(0.9 * gpu);
   return Math.floor(0.5 * os.totalmem());
 }
 

@@ -5,7 +5,7 @@
  * a 8k-token centralized-critic input needs 256 MB per head for its full score matrix.
  */
 import * as tf from '@tensorflow/tfjs';
-import { paddedCausalBias, rawMatMul, transposeLast2 } from '../backend/index.js';
+import { batchedMatMulIsFast, paddedCausalBias, rawMatMul, transposeLast2 } from '../backend/index.js';
 
 /** Which keys a query may see. */
 export interface AttentionMask {
@@ -165,5 +165,5 @@ export function stepAttention(q: tf.Tensor4D, kT: tf.Tensor4D, v: tf.Tensor4D, m
 
 /** [n, m, k]·[n, k, p] in one kernel where that is the fast path (see `rawMatMul`). */
 function batchedMatMul(a: tf.Tensor3D, b: tf.Tensor3D): tf.Tensor3D {
-  return a.shape[1] <= 4 || tf.getBackend() === 'tensorflow' ? tf.matMul(a, b) : (rawMatMul(a, b) as tf.Tensor3D);
+  return a.shape[1] <= 4 || batchedMatMulIsFast() ? tf.matMul(a, b) : (rawMatMul(a, b) as tf.Tensor3D);
 }

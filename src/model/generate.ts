@@ -1,6 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
-import { tidyKeep } from '../backend/index.js';
-import { sampleNextTokens } from '../sampling/index.js';
+import { samplesOnDevice, tidyKeep } from '../backend/index.js';
+import { sampleNextTokens, sampleNextTokensOnDevice } from '../sampling/index.js';
 import type { Decoder, FrozenWeights, LayerCache } from './decoder.js';
 import type { RotaryTables } from './rope.js';
 import type { GenerationOutput, SamplingOptions } from './types.js';
@@ -152,9 +152,10 @@ export async function generateSequences(
       if (n !== 1) disposeCache(first.cache);
     }
     for (let t = 0; t < maxNew; t++) {
-      const data = (await logits.data()) as Float32Array;
+      const pick = samplesOnDevice()
+        ? await sampleNextTokensOnDevice(logits, samplerOptions, options.rng)
+        : sampleNextTokens((await logits.data()) as Float32Array, model.vocabSize, samplerOptions, options.rng);
       logits.dispose();
-      const pick = sampleNextTokens(data, model.vocabSize, samplerOptions, options.rng);
       const keep: number[] = [];
       active.forEach((row, i) => {
         const tok = pick.tokens[i];

@@ -12,7 +12,7 @@ import { numel, type F32Tensor } from './safetensors.js';
 import { loadCheckpointWeights } from './weights.js';
 import { MemoryBudgetError } from '../memory/errors.js';
 import { freeTensorMemoryFor } from '../memory/plan.js';
-import { offloadsFrozenLayers } from '../memory/settings.js';
+import { memorySettings, offloadsFrozenLayers } from '../memory/settings.js';
 
 /**
  * Refuses, before any tensor is made, weights that alone would not fit the memory budget next to
@@ -116,15 +116,16 @@ async function ensureBackend(): Promise<void> {
 async function loadLora(dir: string, options: LoadCausalLMOptions): Promise<TfCausalLM> {
   // Read the adapter first: a bad adapter should fail before a large base is loaded.
   const saved = options.adapter !== undefined ? readAdapterDir(options.adapter) : null;
-  const key = baseKey(dir, { allowExtraTensors: options.allowExtraTensors ?? false });
+  await ensureBackend();
+  const bfloat16 = memorySettings().frozenBaseDtype === 'bfloat16' && activeBackend() === 'torch';
+  const key = baseKey(dir, { allowExtraTensors: options.allowExtraTensors ?? false, ...(bfloat16 ? { dtype: 'bfloat16' } : {}) });
   const base = await acquireFrozenBase(key, async () => {
     const c = readCheckpoint(dir, options);
-    await ensureBackend();
     let layerBytes = 0;
     for (const [name, w] of c.weights) if (isLayerLinear(name)) layerBytes += 4 * numel(w.shape);
     const offloadLayers = offloadsFrozenLayers(layerBytes);
     checkWeightsFit(dir, c.weights, 'the frozen LoRA base', (name) => !(offloadLayers && isLayerLinear(name)));
-    return new FrozenBase(key, dir, c.cfg, c.raw, c.genRaw, c.weights, { offloadLayers });
+    return new FrozenBase(key, dir, c.cfg, c.raw, c.genRaw, c.weights, { offloadLayers, bfloat16 });
   });
   let adapter: LoraAdapter;
   try {

@@ -6,3 +6,4 @@ export type { CandidateDistribution } from './process.js';
 export { kthLargest } from './topk.js';
 export { sampleNextTokens, sampleFromDistribution, greedyToken } from './sample.js';
 export type { NextTokens } from './sample.js';
+export { sampleNextTokensOnDevice } from './device.js';

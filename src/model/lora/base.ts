@@ -10,6 +10,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { uploadNow } from '../../backend/ops.js';
+import { holdInBfloat16 } from '../../backend/torch/index.js';
 import type { DecoderConfig } from '../config.js';
 import type { FrozenLinearSource } from '../decoder.js';
 import type { F32Tensor, NamedTensor } from '../safetensors.js';
@@ -98,6 +99,8 @@ function upload(h: F32Tensor): tf.Tensor2D {
 export interface FrozenBaseOptions {
   /** Decoder layers' linear weights stay in host memory, uploaded per use. Default false. */
   readonly offloadLayers?: boolean;
+  /** Resident matrix weights held in bfloat16 on the torch backend (see `holdInBfloat16`). Default false. */
+  readonly bfloat16?: boolean;
 }
 
 /** Frozen weights of one checkpoint, reference-counted. */
@@ -140,7 +143,9 @@ export class FrozenBase {
           // Read once (a file-backed weight reads its file on each access).
           this.host.set(s.name, { shape: s.shape.slice(), data: w.data });
         } else if (isLayerLinear(s.name) || s.name === HEAD_KEY || tied) {
-          this.resident.set(tied ? HEAD_KEY : s.name, tf.keep(uploadNow(tf.tensor2d(w.data, s.shape as [number, number], 'float32'))));
+          const t = tf.keep(uploadNow(tf.tensor2d(w.data, s.shape as [number, number], 'float32')));
+          if (options.bfloat16) holdInBfloat16(t);
+          this.resident.set(tied ? HEAD_KEY : s.name, t);
         } else {
           this.plain.set(s.name, tf.keep(uploadNow(tf.tensor(w.data, s.shape, 'float32'))));
         }

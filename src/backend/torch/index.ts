@@ -1,0 +1,117 @@
+import * as tf from '@tensorflow/tfjs';
+import { TorchBackend, deviceIndex } from './backend.js';
+import { registerTorchKernels } from './kernels.js';
+import { loadTorchAddon, type TorchAddon } from './native.js';
+
+export { TorchBackend } from './backend.js';
+export { TORCH_KERNEL_NAMES } from './kernels.js';
+export { torchAddonPath, torchInstalled, torchSetupDir, torchSetupHasCuda, type TorchAddon } from './native.js';
+
+/** How the `torch` backend runs. Unset fields come from the environment, then the defaults. */
+export interface TorchOptions {
+  /** `cpu`, `cuda` or `cuda:N` (env `COMLRL_TORCH_DEVICE`); default `cuda` when torch sees a GPU, else `cpu`. */
+  device?: string;
+  /** Intra-op threads on CPU (env `COMLRL_TORCH_THREADS`); default torch's own (one per core). */
+  threads?: number;
+  /** TF32 tensor cores for float32 matmuls on CUDA (env `COMLRL_TORCH_TF32=1`); default off. */
+  tf32?: boolean;
+  /** torch's deterministic algorithms (env `COMLRL_TORCH_DETERMINISTIC=1`); default off (CPU kernels used here are deterministic anyway). */
+  deterministic?: boolean;
+}
+
+let options: TorchOptions = {};
+
+/** Sets the torch backend's options; takes effect at the next `initBackend('torch')`. */
+export function configureTorch(next: TorchOptions): void {
+  options = { ...options, ...next };
+}
+
+function envFlag(name: string): boolean | undefined {
+  const v = process.env[name];
+  if (v === undefined || v === '') return undefined;
+  if (v === '1' || v === 'true') return true;
+  if (v === '0' || v === 'false') return false;
+  throw new Error(`${name}: expected 1 or 0, got '${v}'`);
+}
+
+/** The device a backend would use: the option, the env, else cuda when available. */
+export function resolveTorchDevice(addon: TorchAddon, wanted = options.device ?? process.env.COMLRL_TORCH_DEVICE): string {
+  const cudaDevices = Number(addon.runtime('cuda_devices', 0));
+  if (wanted === undefined || wanted === '' || wanted === 'auto') return cudaDevices > 0 ? 'cuda:0' : 'cpu';
+  if (wanted === 'cpu') return 'cpu';
+  if (!/^cuda(:\d+)?$/.test(wanted)) throw new Error(`torch device '${wanted}': expected cpu, cuda or cuda:N`);
+  if (cudaDevices === 0) {
+    throw new Error(`torch device '${wanted}': this torch (${String(addon.runtime('version', 0))}) sees no CUDA GPU; use device cpu, or set up a CUDA build with \`npm run setup:torch -- --python <python with CUDA torch>\``);
+  }
+  const index = deviceIndex(wanted);
+  if (index >= cudaDevices) throw new Error(`torch device '${wanted}': only ${cudaDevices} CUDA device(s) are visible`);
+  return `cuda:${index}`;
+}
+
+let instance: TorchBackend | null = null;
+
+/** The registered torch backend, or null before `initBackend('torch')`. */
+export function torchBackend(): TorchBackend | null {
+  return instance;
+}
+
+/**
+ * Registers the `torch` kernel backend with tfjs (once per process): loads the addon, picks the
+ * device and applies the thread, TF32 and determinism options.
+ */
+export function registerTorchBackend(): void {
+  if (instance !== null) return;
+  const addon = loadTorchAddon();
+  const device = resolveTorchDevice(addon);
+  const threads = options.threads ?? (process.env.COMLRL_TORCH_THREADS ? Number(process.env.COMLRL_TORCH_THREADS) : undefined);
+  if (threads !== undefined) {
+    if (!Number.isInteger(threads) || threads < 1) throw new Error(`torch threads: expected a positive integer, got ${threads}`);
+    addon.runtime('set_threads', threads);
+  }
+  addon.runtime('tf32', (options.tf32 ?? envFlag('COMLRL_TORCH_TF32') ?? false) ? 1 : 0);
+  addon.runtime('deterministic', (options.deterministic ?? envFlag('COMLRL_TORCH_DETERMINISTIC') ?? false) ? 1 : 0);
+  const backend = new TorchBackend(addon, device);
+  instance = backend;
+  tf.registerBackend('torch', () => backend, 1);
+  registerTorchKernels('torch');
+}
+
+/** A line describing the torch backend in use: version, device, threads. */
+export function describeTorch(): string {
+  if (instance === null) return 'torch (not initialised)';
+  const a = instance.addon;
+  const threads = Number(a.runtime('get_threads', 0));
+  const where = instance.device === 'cpu' ? `cpu, ${threads} thread${threads === 1 ? '' : 's'}` : instance.device;
+  return `torch ${String(a.runtime('version', 0))} on ${where}`;
+}
+
+/**
+ * Whether generation samples next tokens on the backend's device (reading back only token ids and
+ * log-probs) rather than reading each step's logits to the host: torch on a GPU, or anywhere with
+ * `COMLRL_SAMPLE_ON_DEVICE=1` (`0` turns it off on a GPU too).
+ */
+export function samplesOnDevice(): boolean {
+  const env = process.env.COMLRL_SAMPLE_ON_DEVICE;
+  if (env === '1') return true;
+  if (env === '0') return false;
+  return tf.getBackend() === 'torch' && instance !== null && instance.device.startsWith('cuda');
+}
+
+/**
+ * Bytes of the CUDA device the torch backend runs on, or null on CPU (or before it is set up):
+ * off CPU, tensors live in the GPU's memory, not the machine's RAM.
+ */
+export function torchDeviceMemoryBytes(): number | null {
+  if (instance === null || !instance.device.startsWith('cuda')) return null;
+  return Number(instance.addon.runtime('device_memory', deviceIndex(instance.device)));
+}
+
+/**
+ * Keeps a float32 tensor's values in bfloat16 on the torch backend (half the memory): matrix
+ * products with it run in bfloat16 and give float32; other kernels read a float32 copy. For a
+ * frozen base's weights. Other backends: a no-op.
+ */
+export function holdInBfloat16(t: tf.Tensor): void {
+  if (tf.getBackend() !== 'torch' || instance === null || t.dtype !== 'float32') return;
+  instance.holdInBfloat16(t.dataId);
+}
