@@ -1,30 +1,14 @@
-import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { runSetupScript, snapshotFolder } from './setup-helpers.js';
 import { tensorflowSetupDir } from '../src/backend/index.js';
 
 // scripts/setup-tensorflow.mjs: the paths that must never leave anything half-done. (The full build,
 // ~1 min and 1.2 GB, is what `.ci/run` runs before `npm test`.)
 
-const root = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const script = path.join(root, 'scripts', 'setup-tensorflow.mjs');
-
-function setup(args: string[], env: Record<string, string> = {}) {
-  return spawnSync(process.execPath, [script, ...args], { cwd: root, encoding: 'utf8', env: { ...process.env, ...env }, timeout: 60_000 });
-}
-
-/** Names and mtimes under .tensorflow (top two levels): what a failed run must not change. */
-function snapshot(): string[] {
-  const base = path.join(root, '.tensorflow');
-  if (!fs.existsSync(base)) return [];
-  return fs.readdirSync(base).flatMap((a) => {
-    const p = path.join(base, a);
-    const st = fs.statSync(p);
-    return [`${a} ${st.mtimeMs}`, ...(st.isDirectory() ? fs.readdirSync(p).map((b) => `${a}/${b} ${fs.statSync(path.join(p, b)).mtimeMs}`) : [])];
-  });
-}
+const setup = (args: string[], env: Record<string, string> = {}) => runSetupScript('setup-tensorflow.mjs', args, env);
+const snapshot = (): string[] => snapshotFolder('.tensorflow');
 
 describe('setup:tensorflow', () => {
   it('names what is missing (python3 / pip, C++ compiler) and changes nothing', () => {
