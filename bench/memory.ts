@@ -19,7 +19,8 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { parse, stringify } from 'yaml';
-import { createTinyModel } from '../src/model/tiny.js';
+import { createTinyModel, parameterCount } from '../src/model/tiny.js';
+import { parseDecoderConfig } from '../src/model/config.js';
 import { TINY_MODEL_PRESETS, type TinyModelPreset } from '../src/model/presets.js';
 import { writeTldrData } from './configs.js';
 
@@ -87,10 +88,16 @@ export async function benchMemory(setting: MemoryBenchSetting = memoryBenchSetti
   const like = setting.like;
   let params = 0;
   try {
-    const model = path.join(work, like);
+    // COMLRL_BENCH_CHECKPOINT: a folder to keep the checkpoint in and reuse on the next run (one per
+    // setting: a 1.7 B checkpoint takes minutes to write), e.g. to compare backends on the same one.
+    const keep = process.env.COMLRL_BENCH_CHECKPOINT;
+    const model = keep ?? path.join(work, like);
     const t0 = performance.now();
-    params = (await createTinyModel({ dir: model, like, seed: 0, tokenizer: 'qwen3', ...(setting.layers ? { numLayers: setting.layers } : {}) })).parameters;
-    console.error(`[bench memory] wrote a ${describeMemorySetting(setting, params).replace(/^two | agents,.*$/g, '')} checkpoint in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
+    const made = keep !== undefined && fs.existsSync(path.join(keep, 'config.json'))
+      ? null
+      : await createTinyModel({ dir: model, like, seed: 0, tokenizer: 'qwen3', ...(setting.layers ? { numLayers: setting.layers } : {}) });
+    params = made?.parameters ?? parameterCount(parseDecoderConfig(JSON.parse(fs.readFileSync(path.join(model, 'config.json'), 'utf8'))));
+    console.error(`[bench memory] ${made ? 'wrote' : 'reused'} a ${describeMemorySetting(setting, params).replace(/^two | agents,.*$/g, '')} checkpoint in ${((performance.now() - t0) / 1000).toFixed(0)} s`);
     const tldr = path.join(work, 'tldr');
     writeTldrData(tldr);
     const coophe = process.env.COMLRL_COOPHE_DATA ?? path.resolve(repoRoot, '../shared/data/coophe/che_raw.json');

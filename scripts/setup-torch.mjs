@@ -256,7 +256,17 @@ function verify(addon, device) {
   return { problem: grad === null ? null : `the tfjs gradient through the torch backend failed:\n${grad}`, gradient: 'checked' };
 }
 
+/** In a clone whose library is not built yet (`npm ci` then this script), builds it for the gradient check. */
+function buildLibraryIfMissing() {
+  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
+  if (fs.existsSync(TORCH_BACKEND_JS) || !fs.existsSync(tsc) || !fs.existsSync(path.join(ROOT, 'tsconfig.json'))) return;
+  log('building the library (tsc) for the gradient check');
+  const r = run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: ROOT });
+  if (r.status !== 0) log(`the library did not build (${tail(r.stdout || r.stderr, 3)}); the gradient check is skipped`);
+}
+
 function verified(addon, device) {
+  buildLibraryIfMissing();
   const v = verify(addon, device);
   if (v.gradient === 'skipped') log("gradient check skipped: the library is not built with its torch backend (dist/src/backend/torch is missing; `npm test` builds it)");
   return v.problem;

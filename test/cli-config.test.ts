@@ -125,7 +125,7 @@ describe('config files', () => {
     expect(issues({ ...base(), task: { spider: { num: 3, atk: 1 } } })).toContainEqual(expect.stringMatching(/^task\.spider\.atk: unknown key \(allowed here: num, atk_low, atk_high\)/));
     expect(issues({ ...base(), output: { save_steps: -1 } })).toEqual(['output.save_steps: output.save_steps must be an integer >= 0 (got -1)']);
     expect(issues({ ...base(), model: { agents: '/m/a' } })[0]).toMatch(/^model\.agents: model\.agents must be a list of model directories/);
-    expect(issues({ ...base(), backend: 'cuda' })[0]).toMatch(/^backend: backend must be one of auto, wasm, cpu, tensorflow, tensorflow-gpu, webgpu/);
+    expect(issues({ ...base(), backend: 'cuda' })[0]).toMatch(/^backend: backend must be one of auto, wasm, cpu, tensorflow, tensorflow-gpu, torch, webgpu/);
     expect(issues({ ...base(), magrpo: { num_turns: 0, joint_mode: 'crossed' } })).toEqual([
       expect.stringMatching(/^magrpo\.num_turns: num_turns must be an integer >= 1 \(got 0\)/),
       expect.stringMatching(/^magrpo\.joint_mode: joint_mode must be one of 'aligned', 'cross'/),

@@ -520,7 +520,7 @@ const shapes: TorchKernel[] = [
     name: 'GatherNd',
     inputs: ['params', 'indices'],
     impl: ([x, idx], _a, b) => {
-      const [, numSlices, sliceSize, strides] = backend_util.prepareAndValidate(x as tf.Tensor, idx as tf.Tensor);
+      const [, , sliceSize, strides] = backend_util.prepareAndValidate(x as tf.Tensor, idx as tf.Tensor);
       const depth = idx.shape[idx.shape.length - 1];
       const linear = linearIndex(b, b.handle(idx), depth, strides);
       const table = b.call1('aten::reshape', '', [b.handle(x), [util.sizeFromShape(x.shape) / sliceSize, sliceSize]]);
@@ -528,7 +528,6 @@ const shapes: TorchKernel[] = [
       const outShape = [...idx.shape.slice(0, -1), ...x.shape.slice(depth)];
       const r = b.call1('aten::reshape', '', [rows, outShape]);
       for (const t of [linear, table, rows]) b.addon.free(t);
-      void numSlices;
       return b.out(r, outShape, x.dtype);
     },
   },
