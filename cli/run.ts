@@ -99,6 +99,8 @@ export interface RunResult {
   readonly peakTensorBytes?: number;
   /** The wasm heap's high-water mark (null on other backends). */
   readonly wasmHeapBytes?: number | null;
+  /** The GPU's peak of allocated bytes (torch on a GPU; null elsewhere). */
+  readonly gpuPeakBytes?: number | null;
 }
 
 
@@ -251,6 +253,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       peakRssBytes: mem.peakRssBytes,
       peakTensorBytes: mem.peakTensorBytes,
       wasmHeapBytes: mem.wasmHeapBytes,
+      gpuPeakBytes: mem.gpuPeakBytes,
     };
     for (const line of summaryLines(result, metrics.rows().length)) log(line);
     return result;
@@ -388,7 +391,7 @@ export function summaryLines(r: RunResult, metricsRows: number): string[] {
   ];
   if (!r.completed) lines.push(`[comlrl] checkpoint: ${rel(path.join(r.runDir, RUN_FILES.checkpoints, checkpointName(r.step)))}`);
   if (r.peakTensorBytes !== undefined) {
-    const heap = r.wasmHeapBytes ? ` · wasm heap ${formatBytes(r.wasmHeapBytes)} (its high-water mark)` : '';
+    const heap = r.wasmHeapBytes ? ` · wasm heap ${formatBytes(r.wasmHeapBytes)} (its high-water mark)` : r.gpuPeakBytes ? ` · GPU ${formatBytes(r.gpuPeakBytes)} (CUDA allocator's peak)` : '';
     lines.push(`[comlrl] peak memory: tensors ${formatBytes(r.peakTensorBytes)}${heap} · process RSS ${formatBytes(r.peakRssBytes)}`);
   }
   if (r.before && r.after) {

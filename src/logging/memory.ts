@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
+import { torchGpuPeakBytes } from '../backend/index.js';
 
 /** Memory figures for logs. */
 export interface MemoryReport {
@@ -17,6 +18,8 @@ export interface MemoryReport {
    * high-water mark (at most 4 GiB). Null on other backends.
    */
   readonly wasmHeapBytes: number | null;
+  /** The GPU's peak of allocated bytes (CUDA's allocator) when torch runs on a GPU; else null. */
+  readonly gpuPeakBytes: number | null;
 }
 
 let peakTensorBytes = 0;
@@ -44,6 +47,7 @@ export function peakMemory(): MemoryReport {
     peakTensorBytes,
     numTensors: count,
     wasmHeapBytes: wasmHeapBytes(),
+    gpuPeakBytes: torchGpuPeakBytes(),
   };
 }
 

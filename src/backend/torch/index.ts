@@ -97,6 +97,12 @@ export function samplesOnDevice(): boolean {
   return tf.getBackend() === 'torch' && instance !== null && instance.device.startsWith('cuda');
 }
 
+/** The CUDA caching allocator's peak of allocated bytes on the torch backend's GPU, or null on CPU. */
+export function torchGpuPeakBytes(): number | null {
+  if (instance === null || !instance.device.startsWith('cuda')) return null;
+  return Number(instance.addon.runtime('peak', deviceIndex(instance.device)));
+}
+
 /**
  * Bytes of the CUDA device the torch backend runs on, or null on CPU (or before it is set up):
  * off CPU, tensors live in the GPU's memory, not the machine's RAM.
