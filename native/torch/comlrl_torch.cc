@@ -320,10 +320,20 @@ napi_value Upload(napi_env env, napi_callback_info info) {
     int64_t n = 1;
     for (int64_t d : shape) n *= d;
     if (static_cast<size_t>(n) != length) throw JsError("comlrl_torch: upload: " + std::to_string(length) + " values for a shape of " + std::to_string(n));
-    at::Tensor t = at::empty(shape, at::TensorOptions().dtype(dtype));
-    if (n > 0) std::memcpy(t.data_ptr(), data, length * width);
     c10::Device device(str(env, a[2]));
-    if (!device.is_cpu()) t = t.to(device);
+    auto options = at::TensorOptions().dtype(dtype);
+    if (!device.is_cpu() && n == 1) {
+      // A scalar constant: filled on the device, no host-to-device copy to wait for.
+      at::Scalar value = dtype == at::kFloat ? at::Scalar(*static_cast<float*>(data))
+                         : dtype == at::kInt ? at::Scalar(static_cast<int64_t>(*static_cast<int32_t*>(data)))
+                                             : at::Scalar(*static_cast<uint8_t*>(data) != 0);
+      return make_number(env, put(at::full(shape, value, options.device(device))));
+    }
+    // Off CPU, staged in pinned memory so the copy runs asynchronously (torch's host allocator
+    // keeps the staging buffer until the copy has finished).
+    at::Tensor t = at::empty(shape, device.is_cpu() ? options : options.pinned_memory(true));
+    if (n > 0) std::memcpy(t.data_ptr(), data, length * width);
+    if (!device.is_cpu()) t = t.to(device, /*non_blocking=*/true);
     return make_number(env, put(std::move(t)));
   });
 }
@@ -391,6 +401,8 @@ napi_value Runtime(napi_env env, napi_callback_info info) {
     };
     auto accelerator = at::accelerator::getAccelerator(false);
     bool cuda = accelerator.has_value() && *accelerator == c10::DeviceType::CUDA && at::accelerator::deviceCount() > 0;
+    // The allocator's statistics need CUDA initialised (they fail before the first CUDA tensor).
+    if (cuda) at::globalContext().lazyInitDevice(c10::DeviceType::CUDA);
     if (cmd == "version") return string_value(TORCH_VERSION);
     if (cmd == "live") return make_number(env, static_cast<double>(live));
     if (cmd == "cuda_devices") return make_number(env, cuda ? at::accelerator::deviceCount() : 0);
@@ -419,6 +431,7 @@ napi_value Runtime(napi_env env, napi_callback_info info) {
       if (cuda) at::accelerator::synchronizeDevice(index);
       return make_number(env, 0);
     }
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 9)
     if (cmd == "allocated" || cmd == "peak" || cmd == "reserved") {
       if (!cuda) return make_number(env, 0);
       auto stats = at::accelerator::getDeviceStats(index);
@@ -433,10 +446,15 @@ napi_value Runtime(napi_env env, napi_callback_info info) {
       if (cuda) at::accelerator::emptyCache();
       return make_number(env, 0);
     }
+#endif
+#if TORCH_VERSION_MAJOR > 2 || (TORCH_VERSION_MAJOR == 2 && TORCH_VERSION_MINOR >= 10)
     if (cmd == "device_memory") {  // total bytes of the device
       if (!cuda) return make_number(env, 0);
       return make_number(env, static_cast<double>(at::accelerator::getMemoryInfo(index).second));
     }
+#endif
+    // Older torch: no device-generic memory API; answer 0 (unknown), which callers treat as such.
+    if (cmd == "allocated" || cmd == "peak" || cmd == "reserved" || cmd == "reset_peak" || cmd == "empty_cache" || cmd == "device_memory") return make_number(env, 0);
     throw JsError("comlrl_torch: unknown runtime command '" + cmd + "'");
   });
 }

@@ -4,7 +4,7 @@
  * micro-batches, so a plan changes memory and time, never the loss (up to float rounding).
  */
 import * as tf from '@tensorflow/tfjs';
-import { torchDeviceMemoryBytes } from '../backend/index.js';
+import { torchOnGpu } from '../backend/index.js';
 import { MemoryBudgetError } from './errors.js';
 import { decoderShape, generationBytes, passBytes, variableBytes, type DecoderShape } from './estimate.js';
 import { ramState, reclaimHostMemory, type RamState } from './machine.js';
@@ -64,7 +64,7 @@ export function freeTensorMemory(): FreeTensorMemory {
   const fromBudget = budget - heldTensorBytes();
   const backend = tf.getBackend() as string | null | undefined;
   // wasm's heap and a GPU's memory are bounded by the budget alone, not by the machine's RAM.
-  if (!backend || backend === 'wasm' || (backend === 'torch' && torchDeviceMemoryBytes() !== null)) return { bytes: fromBudget, budget, ram: null };
+  if (!backend || backend === 'wasm' || (backend === 'torch' && torchOnGpu())) return { bytes: fromBudget, budget, ram: null };
   const ram = ramState();
   return ram.freeBytes < fromBudget ? { bytes: ram.freeBytes, budget, ram } : { bytes: fromBudget, budget, ram: null };
 }

@@ -69,7 +69,10 @@ export function registerTorchBackend(): void {
     addon.runtime('set_threads', threads);
   }
   addon.runtime('tf32', (options.tf32 ?? envFlag('COMLRL_TORCH_TF32') ?? false) ? 1 : 0);
-  addon.runtime('deterministic', (options.deterministic ?? envFlag('COMLRL_TORCH_DETERMINISTIC') ?? false) ? 1 : 0);
+  const deterministic = options.deterministic ?? envFlag('COMLRL_TORCH_DETERMINISTIC') ?? false;
+  // cuBLAS refuses deterministic mode without a fixed workspace; it reads this when it starts.
+  if (deterministic) process.env.CUBLAS_WORKSPACE_CONFIG ??= ':4096:8';
+  addon.runtime('deterministic', deterministic ? 1 : 0);
   const backend = new TorchBackend(addon, device);
   instance = backend;
   tf.registerBackend('torch', () => backend, 1);
@@ -97,6 +100,11 @@ export function samplesOnDevice(): boolean {
   return tf.getBackend() === 'torch' && instance !== null && instance.device.startsWith('cuda');
 }
 
+/** Whether the torch backend is initialised on a CUDA device. */
+export function torchOnGpu(): boolean {
+  return instance !== null && instance.device.startsWith('cuda');
+}
+
 /** The CUDA caching allocator's peak of allocated bytes on the torch backend's GPU, or null on CPU. */
 export function torchGpuPeakBytes(): number | null {
   if (instance === null || !instance.device.startsWith('cuda')) return null;
@@ -109,7 +117,9 @@ export function torchGpuPeakBytes(): number | null {
  */
 export function torchDeviceMemoryBytes(): number | null {
   if (instance === null || !instance.device.startsWith('cuda')) return null;
-  return Number(instance.addon.runtime('device_memory', deviceIndex(instance.device)));
+  // 0: this torch has no device-generic memory API (before 2.10); the budget then needs setting.
+  const bytes = Number(instance.addon.runtime('device_memory', deviceIndex(instance.device)));
+  return bytes > 0 ? bytes : null;
 }
 
 /**
