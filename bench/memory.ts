@@ -11,7 +11,9 @@
  * Capacity search (figures for the README's capacity table) changes the setting by environment:
  * `COMLRL_BENCH_LIKE` (a `tiny-model --like` preset), `COMLRL_BENCH_LAYERS` (override its layer
  * count), `COMLRL_BENCH_TUNING=full` (full fine-tuning, no LoRA), `COMLRL_BENCH_RUNS=tldr,coophe`,
- * `COMLRL_BENCH_MAX_NEW_TOKENS`, `COMLRL_BENCH_BUDGET` (`memory.budget`, e.g. `20GB`).
+ * `COMLRL_BENCH_MAX_NEW_TOKENS`, `COMLRL_BENCH_BUDGET` (`memory.budget`, e.g. `20GB`), `COMLRL_BENCH_ITEMS`
+ * (items per run, default 2), `COMLRL_BENCH_FROZEN_DTYPE=bfloat16` (`memory.frozen_base_dtype`),
+ * `COMLRL_BENCH_CHECKPOINT` (keep the checkpoint there and reuse it).
  */
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -48,6 +50,10 @@ export interface MemoryBenchSetting {
   maxNewTokens: number;
   /** `memory.budget`, when not the backend default. */
   budget?: string;
+  /** Items trained per run (default 2). */
+  items: number;
+  /** `memory.frozen_base_dtype` (bfloat16: the torch backend holds the frozen base in bf16). */
+  frozenBaseDtype: 'float32' | 'bfloat16';
 }
 
 /** The setting from `COMLRL_BENCH_*` (defaults: two LoRA qwen3-0.6b agents, both runs, 128 tokens). */
@@ -72,16 +78,25 @@ export function memoryBenchSetting(env: NodeJS.ProcessEnv = process.env): Memory
     runs: runs as Array<'tldr' | 'coophe'>,
     maxNewTokens: int('COMLRL_BENCH_MAX_NEW_TOKENS', 128) ?? 128,
     budget: env.COMLRL_BENCH_BUDGET,
+    items: int('COMLRL_BENCH_ITEMS', 2) ?? 2,
+    frozenBaseDtype: frozenBaseDtype(env.COMLRL_BENCH_FROZEN_DTYPE),
   };
+}
+
+function frozenBaseDtype(raw: string | undefined): 'float32' | 'bfloat16' {
+  if (raw === undefined || raw === '' || raw === 'float32') return 'float32';
+  if (raw === 'bfloat16') return 'bfloat16';
+  throw new Error(`COMLRL_BENCH_FROZEN_DTYPE must be float32 or bfloat16, got '${raw}'`);
 }
 
 /** A one-line description of a setting, for tables. */
 export function describeMemorySetting(s: MemoryBenchSetting, params?: number): string {
   const size = `--like ${s.like}${s.layers ? ` with ${s.layers} layers` : ''}${params ? ` (${(params / 1e9).toFixed(2)} B parameters)` : ''}`;
-  return `two ${size} agents, ${s.tuning === 'lora' ? 'LoRA r=16 on one shared base' : 'full fine-tuning'}, max_new_tokens ${s.maxNewTokens}${s.budget ? `, memory.budget ${s.budget}` : ''}`;
+  const base = s.tuning === 'lora' ? `LoRA r=16 on one shared${s.frozenBaseDtype === 'bfloat16' ? ' bfloat16' : ''} base` : 'full fine-tuning';
+  return `two ${size} agents, ${base}, max_new_tokens ${s.maxNewTokens}${s.budget ? `, memory.budget ${s.budget}` : ''}`;
 }
 
-/** Runs the setting's training runs, 2 items each, each in a fresh CLI process. */
+/** Runs the setting's training runs (2 items each unless COMLRL_BENCH_ITEMS), each in a fresh CLI process. */
 export async function benchMemory(setting: MemoryBenchSetting = memoryBenchSetting()): Promise<{ rows: MemoryRun[]; params: number }> {
   const work = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-bench-memory-'));
   const out: MemoryRun[] = [];
@@ -116,24 +131,24 @@ export async function benchMemory(setting: MemoryBenchSetting = memoryBenchSetti
       // eval_interval 0: no evaluation (any other value evaluates before the first item).
       doc[section] = { ...doc[section], max_new_tokens: setting.maxNewTokens, eval_interval: 0 };
       // One row per pass and layer recomputation: a 0.6 B base already takes 2.25 GiB of wasm's 4.
-      doc.memory = { micro_batch_size: 1, recompute: true, ...(setting.budget ? { budget: setting.budget } : {}) };
+      doc.memory = { micro_batch_size: 1, recompute: true, ...(setting.budget ? { budget: setting.budget } : {}), ...(setting.frozenBaseDtype === 'bfloat16' ? { frozen_base_dtype: 'bfloat16' } : {}) };
       doc.output = { ...doc.output, dir: path.join(work, 'runs', file), plots: false, eval_before_after: false, save_final_model: false };
       const configFile = path.join(work, file);
       fs.writeFileSync(configFile, stringify(doc));
       const t1 = performance.now();
       // The run's output goes to a log file as it comes (a real-size item takes minutes): `tail -f` it.
       const log = path.join(work, `${file}.log`);
-      console.error(`[bench memory] ${name}: training 2 items; progress in ${log}`);
+      console.error(`[bench memory] ${name}: training ${setting.items} item(s); progress in ${log}`);
       const fd = fs.openSync(log, 'w');
-      const run = spawnSync(process.execPath, [cli, 'train', '--config', configFile, '--stop-after', '2'], { stdio: ['ignore', fd, fd], env: { ...process.env, COMLRL_BACKEND: process.env.COMLRL_BACKEND ?? 'wasm' } });
+      const run = spawnSync(process.execPath, [cli, 'train', '--config', configFile, '--stop-after', String(setting.items)], { stdio: ['ignore', fd, fd], env: { ...process.env, COMLRL_BACKEND: process.env.COMLRL_BACKEND ?? 'wasm' } });
       fs.closeSync(fd);
       const seconds = (performance.now() - t1) / 1000;
       const text = fs.readFileSync(log, 'utf8');
       const peakLine = text.split('\n').find((l) => l.includes('peak memory:'))?.replace('[comlrl] peak memory: ', '') ?? '–';
       const error = run.status === 0 ? '' : (text.split('\n').filter((l) => l.startsWith('comlrl')).pop() ?? '').slice(0, 300);
       const exit = run.status ?? (run.signal === 'SIGKILL' ? 'SIGKILL (killed, most likely by the system for memory)' : String(run.signal));
-      out.push({ run: name, exit, secondsPerItem: seconds / 2, peakLine, error });
-      console.error(`[bench memory] ${name}: exit ${exit}, ${(seconds / 2).toFixed(0)} s per item · ${peakLine}${error ? ` · ${error}` : ''}`);
+      out.push({ run: name, exit, secondsPerItem: seconds / setting.items, peakLine, error });
+      console.error(`[bench memory] ${name}: exit ${exit}, ${(seconds / setting.items).toFixed(0)} s per item · ${peakLine}${error ? ` · ${error}` : ''}`);
     }
   } finally {
     fs.rmSync(work, { recursive: true, force: true });
@@ -143,7 +158,7 @@ export async function benchMemory(setting: MemoryBenchSetting = memoryBenchSetti
 
 /** Prints the memory table. */
 export function printMemoryTable(rows: readonly MemoryRun[], setting: MemoryBenchSetting, params: number, backend: string): void {
-  console.log(`\n## Real size: ${describeMemorySetting(setting, params)}, 2 items (${backend})\n`);
+  console.log(`\n## Real size: ${describeMemorySetting(setting, params)}, ${setting.items} item(s) (${backend})\n`);
   console.log('| run | exit | seconds per item (incl. load) | peak memory |');
   console.log('|---|---|---|---|');
   for (const r of rows) console.log(`| ${r.run} | ${r.exit} | ${r.secondsPerItem.toFixed(0)} | ${r.peakLine}${r.error ? ` (${r.error})` : ''} |`);
