@@ -2,7 +2,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { initBackend } from '../src/backend/index.js';
+import { activeBackend, initBackend, torchBackend } from '../src/backend/index.js';
+import { configureMemory, type MemorySettings } from '../src/memory/settings.js';
+import { loraSectionSchema, loraSettings } from '../src/model/lora/config.js';
 import { loadCausalLM, writeRandomCheckpoint, type TfCausalLM } from '../src/model/index.js';
 import { AdamW } from '../src/optim/index.js';
 import { createRng } from '../src/util/rng.js';
@@ -40,6 +42,40 @@ export function writeBenchModel(dir: string, seed = 0): void {
   writeRandomCheckpoint(dir, benchConfig(), seed);
 }
 
+/** LoRA of the bench's LoRA rows: r = 16 on q, k, v, o (as bench/offload.ts and profile-lora.ts). */
+export const BENCH_LORA = { r: 16, lora_alpha: 32, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
+
+/** Loads the bench checkpoint in `dir` as a LoRA model ({@link BENCH_LORA}) on a frozen base. */
+export function loadBenchLora(dir: string): Promise<TfCausalLM> {
+  return loadCausalLM(dir, { lora: { settings: loraSettings(loraSectionSchema.parse(BENCH_LORA)), seed: 'bench-lora' } });
+}
+
+/** The bench's token ids: `batch` rows of `seq` seeded random tokens. */
+export function benchIds(): number[][] {
+  const s = BENCH_SHAPE;
+  const rng = createRng(0);
+  return Array.from({ length: s.batch }, () => Array.from({ length: s.seq }, () => rng.int(s.vocab)));
+}
+
+/** The mean next-token NLL of `ids` after their first token: what fwd+bwd and the AdamW step train. */
+export function benchLoss(model: TfCausalLM, ids: number[][]): () => tf.Scalar {
+  const prompts = ids.map((r) => r.slice(0, 1));
+  const completions = ids.map((r) => r.slice(1));
+  return () =>
+    tf.tidy((): tf.Scalar => {
+      const { tokenLogProbs, mask } = model.scoreCompletions(prompts, completions);
+      return tf.neg(tf.div(tf.sum(tokenLogProbs), tf.sum(mask))) as tf.Scalar;
+    });
+}
+
+/** One forward + backward of `loss` over the model's trainable variables, values read back. */
+export async function benchFwdBwd(model: TfCausalLM, loss: () => tf.Scalar): Promise<void> {
+  const { value, grads } = tf.variableGrads(loss, model.trainableVariables());
+  await value.data();
+  await Promise.all(Object.values(grads).map((g) => g.data()));
+  tf.dispose([value, ...Object.values(grads)]);
+}
+
 async function timed(fn: () => Promise<void> | void, reps: number): Promise<number> {
   await fn();
   const ts: number[] = [];
@@ -52,43 +88,63 @@ async function timed(fn: () => Promise<void> | void, reps: number): Promise<numb
   return ts[Math.floor(ts.length / 2)];
 }
 
+/** Which figures {@link benchModel} measures: the full model's and the LoRA model's, or the LoRA ones only. */
+export type BenchModelParts = 'all' | 'lora';
+
+export interface BenchModelOptions {
+  reps?: number;
+  /** A directory holding the bench checkpoint (written there when missing); default a temporary one. */
+  dir?: string;
+  parts?: BenchModelParts;
+  /** How the LoRA model's frozen base holds its matrix weights (only the torch backend honours bfloat16). */
+  frozenBaseDtype?: MemorySettings['frozenBaseDtype'];
+}
+
 /**
  * Measures the benchmark model on the current (or `COMLRL_BACKEND`) backend: forward (all
  * logits), forward+backward of the mean next-token NLL, one AdamW step including fwd+bwd (ms,
  * medians), teacher-forced scoring tokens/s, and greedy generation tokens/s with the KV cache and
  * with whole-sequence recomputation (prompt seq − newTokens, then newTokens new tokens per row).
+ * Then the same checkpoint as a LoRA model ({@link BENCH_LORA}) on a frozen base held as
+ * `frozenBaseDtype`: forward+backward of the same loss over the adapter (`lora_fwd_bwd_ms`) and
+ * scoring (`lora_score_tokens_per_s`); `parts: 'lora'` measures only these. On torch, `threads`
+ * is its intra-op thread count.
  */
-export async function benchModel(options: { reps?: number; dir?: string } = {}): Promise<Record<string, number>> {
+export async function benchModel(options: BenchModelOptions = {}): Promise<Record<string, number>> {
   const reps = options.reps ?? 5;
   await initBackend();
-  const s = BENCH_SHAPE;
   const own = options.dir === undefined;
   const dir = options.dir ?? fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-bench-'));
   if (own || !fs.existsSync(path.join(dir, 'config.json'))) writeBenchModel(dir);
-  const model: TfCausalLM = await loadCausalLM(dir);
+  const s = BENCH_SHAPE;
+  const figures: Record<string, number> = { batch: s.batch, seq: s.seq, new_tokens: s.newTokens };
+  const torch = torchBackend();
+  if (activeBackend() === 'torch' && torch !== null) figures.threads = Number(torch.addon.runtime('get_threads', 0));
   try {
-    const rng = createRng(0);
-    const ids = Array.from({ length: s.batch }, () => Array.from({ length: s.seq }, () => rng.int(s.vocab)));
+    const ids = benchIds();
+    if ((options.parts ?? 'all') === 'all') Object.assign(figures, await fullModelFigures(dir, ids, reps));
+    Object.assign(figures, await loraFigures(dir, ids, reps, options.frozenBaseDtype ?? 'float32'));
+    return figures;
+  } finally {
+    if (own) fs.rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+/** The full model's figures (see {@link benchModel}). */
+async function fullModelFigures(dir: string, ids: number[][], reps: number): Promise<Record<string, number>> {
+  const s = BENCH_SHAPE;
+  const model = await loadCausalLM(dir);
+  try {
     const prompts = ids.map((r) => r.slice(0, 1));
     const completions = ids.map((r) => r.slice(1));
-    const loss = (): tf.Scalar =>
-      tf.tidy((): tf.Scalar => {
-        const { tokenLogProbs, mask } = model.scoreCompletions(prompts, completions);
-        return tf.neg(tf.div(tf.sum(tokenLogProbs), tf.sum(mask))) as tf.Scalar;
-      });
+    const loss = benchLoss(model, ids);
     const vars = model.trainableVariables();
-
     const forwardMs = await timed(async () => {
       const l = model.logits(ids);
       await l.data();
       l.dispose();
     }, reps);
-    const fwdBwdMs = await timed(async () => {
-      const { value, grads } = tf.variableGrads(loss, vars);
-      await value.data();
-      await Promise.all(Object.values(grads).map((g) => g.data()));
-      tf.dispose([value, ...Object.values(grads)]);
-    }, reps);
+    const fwdBwdMs = await timed(() => benchFwdBwd(model, loss), reps);
     const opt = new AdamW(vars, { lr: 1e-5 });
     const adamMs = await timed(async () => {
       const { value, grads } = tf.variableGrads(loss, vars);
@@ -110,12 +166,8 @@ export async function benchModel(options: { reps?: number; dir?: string } = {}):
     const recomputeMs = await timed(async () => {
       await model.generateWith(genPrompts, genOpts, 'recompute');
     }, genReps);
-    const params = vars.reduce((a, v) => a + v.size, 0);
     return {
-      params,
-      batch: s.batch,
-      seq: s.seq,
-      new_tokens: s.newTokens,
+      params: vars.reduce((a, v) => a + v.size, 0),
       forward_ms: forwardMs,
       fwd_bwd_ms: fwdBwdMs,
       adamw_step_ms: adamMs,
@@ -126,7 +178,26 @@ export async function benchModel(options: { reps?: number; dir?: string } = {}):
     };
   } finally {
     model.dispose();
-    if (own) fs.rmSync(dir, { recursive: true, force: true });
   }
 }
 
+/** The LoRA model's figures (see {@link benchModel}). */
+async function loraFigures(dir: string, ids: number[][], reps: number, frozenBaseDtype: MemorySettings['frozenBaseDtype']): Promise<Record<string, number>> {
+  const s = BENCH_SHAPE;
+  configureMemory({ frozenBaseDtype });
+  const model = await loadBenchLora(dir);
+  try {
+    const loss = benchLoss(model, ids);
+    const fwdBwdMs = await timed(() => benchFwdBwd(model, loss), reps);
+    const scoreMs = await timed(async () => {
+      await model.tokenLogProbs(ids.map((r) => r.slice(0, 1)), ids.map((r) => r.slice(1)));
+    }, reps);
+    return {
+      lora_params: model.trainableVariables().reduce((a, v) => a + v.size, 0),
+      lora_fwd_bwd_ms: fwdBwdMs,
+      lora_score_tokens_per_s: (s.batch * (s.seq - 1)) / (scoreMs / 1000),
+    };
+  } finally {
+    model.dispose();
+  }
+}

@@ -1,14 +1,17 @@
 /**
- * `npm run bench`: prints comlrl's figures and, where /usr/bin/python3 has torch, the PyTorch CPU
- * baseline (../shared/reference/torch_bench.py, or $COMLRL_TORCH_BENCH) on the same checkpoint,
- * in the same run, with the ratios. Sections: model, rewards, CoopHE, MAGRPO step, CoLLM-CC item;
- * long ones only when named: `paper` (the CoLLM comparison in miniature, bench/paper.ts), `critic-fit`
- * (whether its critic can fit the sparse reward, bench/critic-fit.ts), `configs`, `memory`,
- * `offload` (a frozen base's layers in host memory against on the backend, bench/offload.ts).
- * The backend-dependent sections (model, magrpo, collm) run once per backend — wasm, and
- * tensorflow when it is set up (or the list in $COMLRL_BENCH_BACKENDS) — each in a fresh child
- * process, and print one column per backend.
- * Long sections run only when named: `configs`, `memory` (bench/memory.ts), `capacity` (bench/capacity.ts).
+ * `npm run bench`: prints comlrl's figures and, where a Python with torch is found (see
+ * torchPython in bench/pytorch.ts), the PyTorch CPU baseline (../shared/reference/torch_bench.py, or
+ * $COMLRL_TORCH_BENCH) on the same checkpoint, in the same run, in float32 and in bfloat16, with
+ * the ratios. Sections: model, rewards, CoopHE, MAGRPO step, CoLLM-CC item; long ones only when
+ * named: `paper` (the CoLLM comparison in miniature, bench/paper.ts), `critic-fit` (whether its
+ * critic can fit the sparse reward, bench/critic-fit.ts), `configs`, `memory` (bench/memory.ts),
+ * `capacity` (bench/capacity.ts), `offload` (a frozen base's layers in host memory against on the
+ * backend, bench/offload.ts), `profile-torch` (the bench model's time per kernel on the torch
+ * backend, bench/profile-torch.ts).
+ * The backend-dependent sections (model, magrpo, collm, matmul) run once per backend — wasm,
+ * tensorflow when it is set up, torch when it is set up (or the list in $COMLRL_BENCH_BACKENDS) —
+ * each in a fresh child process, and print one column per backend; the model section adds a
+ * column for torch with its LoRA base held in bfloat16.
  * Benchmarks print figures; nothing here asserts a speed.
  */
 import { spawnSync } from 'node:child_process';
@@ -16,8 +19,8 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { BACKEND_NAMES, tensorflowInstalled, type BackendName } from '../src/backend/index.js';
-import { benchModel, writeBenchModel, BENCH_SHAPE } from './model.js';
+import { BACKEND_NAMES, tensorflowInstalled, torchInstalled, type BackendName } from '../src/backend/index.js';
+import { benchModel, writeBenchModel, BENCH_SHAPE, type BenchModelOptions } from './model.js';
 import { benchTldrHouseBuild } from './rewards.js';
 import { benchCoopHE } from './coophe.js';
 import { benchMagrpoStep } from './magrpo.js';
@@ -29,46 +32,46 @@ import { benchPaper, paperWorker } from './paper.js';
 import { benchMatmul } from './matmul.js';
 import { benchCriticFit, printCriticFitTable } from './critic-fit.js';
 import { benchOffload, printOffloadTable } from './offload.js';
+import { profileTorch } from './profile-torch.js';
+import { torchBenchScript, torchPython, type TorchDtype, type TorchPython } from './pytorch.js';
 
 type Figures = Record<string, number>;
 
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-
-function torchRun(python: string, script: string, dir: string, env: NodeJS.ProcessEnv): Figures | null {
+function torchRun(py: TorchPython, script: string, dir: string, dtype: TorchDtype, env: NodeJS.ProcessEnv): Figures | null {
   const s = BENCH_SHAPE;
   const run = spawnSync(
-    python,
-    [script, dir, '--batch', String(s.batch), '--seq', String(s.seq), '--new', String(s.newTokens), '--reps', '5'],
+    py.python,
+    [script, dir, '--batch', String(s.batch), '--seq', String(s.seq), '--new', String(s.newTokens), '--reps', '5', '--dtype', dtype],
     { encoding: 'utf8', maxBuffer: 1 << 24, env },
   );
   if (run.status !== 0) {
-    console.error(`torch baseline failed: ${run.stderr.trim().split('\n').pop()}`);
+    console.error(`torch baseline (${dtype}) failed: ${run.stderr.trim().split('\n').pop()}`);
     return null;
   }
   const line = run.stdout.trim().split('\n').pop() ?? '{}';
-  return JSON.parse(line) as Figures;
+  const parsed = JSON.parse(line) as Record<string, unknown>;
+  // Only the numbers (version, device, dtype and BLAS are in torchPython()'s probe and the header).
+  return Object.fromEntries(Object.entries(parsed).filter((e): e is [string, number] => typeof e[1] === 'number'));
 }
 
 const LOWER_IS_BETTER = new Set(['forward_ms', 'fwd_bwd_ms', 'adamw_step_ms']);
 
 /**
- * PyTorch's figures: with OMP_NUM_THREADS set, that one run; else the best per figure of torch's
- * own thread default (one per physical core: 1 on a 2-vCPU VM) and every core with a passive
- * OpenMP wait policy (spinning threads collapse on a shared VM), so the baseline is never weakened.
+ * PyTorch's figures in `dtype`: with OMP_NUM_THREADS set, that one run; else the best per figure
+ * of torch's own thread default (one per core) and every core with a passive OpenMP wait policy
+ * (spinning threads collapse on a shared VM), so the baseline is never weakened.
  */
-function torchBaseline(dir: string): Figures | null {
-  const script = process.env.COMLRL_TORCH_BENCH ?? path.resolve(repoRoot, '../shared/reference/torch_bench.py');
-  const python = process.env.COMLRL_TORCH_PYTHON ?? '/usr/bin/python3';
-  if (!fs.existsSync(script) || !fs.existsSync(python)) return null;
-  const probe = spawnSync(python, ['-c', 'import torch'], { encoding: 'utf8' });
-  if (probe.status !== 0) return null;
-  if (process.env.OMP_NUM_THREADS) return torchRun(python, script, dir, process.env);
-  const own = torchRun(python, script, dir, process.env);
-  const all = torchRun(python, script, dir, { ...process.env, OMP_NUM_THREADS: String(os.cpus().length), OMP_WAIT_POLICY: process.env.OMP_WAIT_POLICY ?? 'PASSIVE' });
+function torchBaseline(dir: string, dtype: TorchDtype): Figures | null {
+  const script = torchBenchScript();
+  const py = torchPython();
+  if (!fs.existsSync(script) || py === null) return null;
+  if (py.env.OMP_NUM_THREADS) return torchRun(py, script, dir, dtype, py.env);
+  const own = torchRun(py, script, dir, dtype, py.env);
+  const all = torchRun(py, script, dir, dtype, { ...py.env, OMP_NUM_THREADS: String(os.cpus().length), OMP_WAIT_POLICY: py.env.OMP_WAIT_POLICY ?? 'PASSIVE' });
   if (!own || !all) return own ?? all;
   const best: Figures = { ...own };
   for (const [k, v] of Object.entries(all)) {
-    if (typeof v !== 'number' || typeof own[k] !== 'number' || k === 'threads') continue;
+    if (own[k] === undefined || k === 'threads') continue;
     best[k] = LOWER_IS_BETTER.has(k) ? Math.min(v, own[k]) : Math.max(v, own[k]);
   }
   best.threads = Math.max(own.threads, all.threads);
@@ -76,25 +79,12 @@ function torchBaseline(dir: string): Figures | null {
   return best;
 }
 
-/**
- * Which BLAS library torch's matmul loaded (Debian's torch links the system libblas.so.3, which is
- * OpenBLAS only when libopenblas0-pthread is installed; the reference BLAS is ~6× slower and makes
- * every ratio look better than it is).
- */
-function torchBlas(python = process.env.COMLRL_TORCH_PYTHON ?? '/usr/bin/python3'): string {
-  const probe = spawnSync(python, ['-c', "import torch; torch.ones(64, 64) @ torch.ones(64, 64); print('\\n'.join(sorted({l.split()[-1] for l in open('/proc/self/maps') if 'blas' in l.lower() or 'mkl' in l.lower()})))"], { encoding: 'utf8' });
-  if (probe.status !== 0) return 'unknown';
-  const libs = probe.stdout.split('\n').filter(Boolean);
-  const name = libs.some((l) => /openblas/i.test(l)) ? 'OpenBLAS' : libs.some((l) => /mkl/i.test(l)) ? 'MKL' : libs.length > 0 ? 'reference BLAS (slow: install libopenblas0-pthread)' : 'none found';
-  // libblas.so.3 is the alternatives link that loads the real one: name the library doing the work.
-  const lib = libs.find((l) => /openblas/i.test(l)) ?? libs.find((l) => /mkl/i.test(l)) ?? libs.find((l) => /libblas/.test(l));
-  return lib ? `${name}, ${lib}` : name;
-}
-
 /** PyTorch's microseconds per tiny op, the same measurement as bench/matmul.ts's; null without torch. */
-function torchOpDispatchMicros(python = process.env.COMLRL_TORCH_PYTHON ?? '/usr/bin/python3'): number | null {
+function torchOpDispatchMicros(): number | null {
+  const py = torchPython();
+  if (py === null) return null;
   const script = 'import torch,time\na=torch.randn(4,256);b=torch.randn(4,256)\nfor _ in range(2000): a+b\nt=time.perf_counter()\nfor _ in range(20000): a+b\nprint((time.perf_counter()-t)/20000*1e6)';
-  const probe = spawnSync(python, ['-c', script], { encoding: 'utf8', env: { ...process.env, OMP_NUM_THREADS: '1' } });
+  const probe = spawnSync(py.python, ['-c', script], { encoding: 'utf8', env: { ...py.env, OMP_NUM_THREADS: '1' } });
   const us = Number(probe.stdout.trim());
   return probe.status === 0 && Number.isFinite(us) ? us : null;
 }
@@ -113,18 +103,32 @@ const CHILD_TAG = 'BENCH_JSON ';
 type ChildSection = 'model' | 'magrpo' | 'collm' | 'matmul';
 
 /** Runs one backend-dependent section in this process and prints its figures as one JSON line. */
-async function child(name: ChildSection, dir: string | undefined): Promise<void> {
-  const figures =
-    name === 'model' ? await benchModel({ dir }) : name === 'magrpo' ? await benchMagrpoStep() : name === 'matmul' ? await benchMatmul() : await benchCollmCCItem();
+async function child(name: ChildSection, dir: string | undefined, modelOptions: string | undefined): Promise<void> {
+  const figures: Figures = { load_avg_1m: os.loadavg()[0] };
+  const options = modelOptions ? (JSON.parse(modelOptions) as BenchModelOptions) : {};
+  Object.assign(
+    figures,
+    name === 'model' ? await benchModel({ ...options, dir }) : name === 'magrpo' ? await benchMagrpoStep() : name === 'matmul' ? await benchMatmul() : await benchCollmCCItem(),
+  );
   console.log(CHILD_TAG + JSON.stringify(figures));
 }
 
+interface ChildRun {
+  /** The bench checkpoint's directory (model). */
+  dir?: string;
+  /** Variables added to the child's environment. */
+  env?: NodeJS.ProcessEnv;
+  /** benchModel's options (model). */
+  model?: BenchModelOptions;
+}
+
 /** Runs `name` on `backend` in a fresh Node process (backends are process-global); null on failure. */
-function onBackend(backend: BackendName, name: ChildSection, dir?: string, env: NodeJS.ProcessEnv = {}): Figures | null {
+function onBackend(backend: BackendName, name: ChildSection, run: ChildRun = {}): Figures | null {
   const self = fileURLToPath(import.meta.url);
-  const r = spawnSync(process.execPath, [self, '--child', name, ...(dir ? [dir] : [])], {
+  const args = [self, '--child', name, run.dir ?? '', run.model ? JSON.stringify(run.model) : ''];
+  const r = spawnSync(process.execPath, args, {
     encoding: 'utf8',
-    env: { ...process.env, ...env, COMLRL_BACKEND: backend },
+    env: { ...process.env, ...run.env, COMLRL_BACKEND: backend },
     stdio: ['ignore', 'pipe', 'pipe'],
     maxBuffer: 1 << 24,
   });
@@ -136,6 +140,7 @@ function onBackend(backend: BackendName, name: ChildSection, dir?: string, env: 
   return JSON.parse(line.slice(CHILD_TAG.length)) as Figures;
 }
 
+/** $COMLRL_BENCH_BACKENDS, else wasm, tensorflow when it is set up and torch when it is set up. */
 function benchBackends(): BackendName[] {
   const env = process.env.COMLRL_BENCH_BACKENDS;
   if (env) {
@@ -143,35 +148,83 @@ function benchBackends(): BackendName[] {
     for (const b of list) if (!(BACKEND_NAMES as readonly string[]).includes(b)) throw new Error(`COMLRL_BENCH_BACKENDS: unknown backend '${b}'`);
     return list as BackendName[];
   }
-  return tensorflowInstalled() ? ['wasm', 'tensorflow'] : ['wasm'];
+  return ['wasm', ...(tensorflowInstalled() ? (['tensorflow'] as const) : []), ...(torchInstalled() ? (['torch'] as const) : [])];
 }
 
-/** One row per figure, one column per backend (+ PyTorch and the last backend's ratio to it). */
-function sideBySide(title: string, keys: readonly string[], runs: Map<string, Figures | null>, torch: Figures | null = null, rateKeys: ReadonlySet<string> = new Set()): void {
-  const backends = [...runs.keys()];
-  const last = backends[backends.length - 1];
+/** One row per figure, one column per run. */
+function sideBySide(title: string, keys: readonly string[], runs: Map<string, Figures | null>, rateKeys: ReadonlySet<string> = new Set()): void {
   console.log(`\n## ${title}\n`);
-  const head = ['figure', ...backends, ...(torch ? ['PyTorch CPU', `${last} vs PyTorch`] : [])];
+  const head = ['figure', ...runs.keys()];
   console.log(`| ${head.join(' | ')} |`);
   console.log(`|${head.map(() => '---').join('|')}|`);
-  for (const k of keys) {
-    const rate = rateKeys.has(k);
-    const cells = backends.map((b) => fmt(runs.get(b)?.[k], rate ? 0 : 1));
-    const row = [k, ...cells];
-    if (torch) {
-      const ours = runs.get(last)?.[k];
-      const t = torch[k];
-      row.push(fmt(t, rate ? 0 : 1));
-      // Both directions read as "how many times slower than PyTorch" (1.00× = parity).
-      row.push(ours !== undefined && t !== undefined ? `${fmt(rate ? t / ours : ours / t, 2)}×` : '–');
-    }
-    console.log(`| ${row.join(' | ')} |`);
+  for (const k of keys) console.log(`| ${[k, ...[...runs.values()].map((f) => fmt(f?.[k], rateKeys.has(k) ? 0 : 1))].join(' | ')} |`);
+}
+
+/** A row of the model table: comlrl's figure, PyTorch's figure it is compared with, and the targets. */
+interface ModelRow {
+  key: string;
+  label: string;
+  /** tokens/s (higher is better) rather than ms. */
+  rate: boolean;
+  /** torch_bench.py's figure (the full model's, for the LoRA rows: the issue compares against it). */
+  pytorch: string;
+  /** Target of torch / PyTorch in float32. */
+  target: number;
+  /** Target of torch with the bfloat16 base / PyTorch in bfloat16 (the LoRA rows only). */
+  bf16Target?: number;
+}
+
+const MODEL_ROWS: readonly ModelRow[] = [
+  { key: 'forward_ms', label: 'forward (ms)', rate: false, pytorch: 'forward_ms', target: 1.3 },
+  { key: 'fwd_bwd_ms', label: 'forward + backward (ms)', rate: false, pytorch: 'fwd_bwd_ms', target: 1.3 },
+  { key: 'adamw_step_ms', label: 'AdamW step, incl. fwd+bwd (ms)', rate: false, pytorch: 'adamw_step_ms', target: 1.3 },
+  { key: 'score_tokens_per_s', label: 'scoring (tok/s)', rate: true, pytorch: 'score_tokens_per_s', target: 1.3 },
+  { key: 'gen_tokens_per_s', label: 'generation, KV cache (tok/s)', rate: true, pytorch: 'gen_tokens_per_s', target: 1.5 },
+  { key: 'lora_fwd_bwd_ms', label: 'LoRA forward + backward (ms; PyTorch: full model)', rate: false, pytorch: 'fwd_bwd_ms', target: 1.3, bf16Target: 1.5 },
+  { key: 'lora_score_tokens_per_s', label: 'LoRA scoring (tok/s; PyTorch: full model)', rate: true, pytorch: 'score_tokens_per_s', target: 1.3, bf16Target: 1.5 },
+];
+
+/** How many times slower than PyTorch (1.00 = parity), whichever way the figure reads. */
+function slowdown(row: ModelRow, ours: number | undefined, theirs: number | undefined): number | undefined {
+  if (ours === undefined || theirs === undefined) return undefined;
+  return row.rate ? theirs / ours : ours / theirs;
+}
+
+const BF16_COLUMN = 'torch, bf16 base';
+
+/**
+ * The model table: a column per backend (and torch with its LoRA base in bfloat16), PyTorch in
+ * float32 and bfloat16, and the ratios torch / PyTorch f32 and torch bf16 base / PyTorch bf16
+ * (the last backend's when torch is not benched); then the figures over their targets.
+ */
+function printModelTable(runs: Map<string, Figures | null>, f32: Figures | null, bf16: Figures | null): void {
+  const columns = [...runs.keys()];
+  const ours = runs.has('torch') ? 'torch' : columns.filter((c) => c !== BF16_COLUMN).pop() ?? '';
+  const hasBf16 = runs.has(BF16_COLUMN);
+  const head = ['figure', ...columns, 'PyTorch f32', 'PyTorch bf16', `${ours} / PyTorch f32 (target)`, ...(hasBf16 ? [`${BF16_COLUMN} / PyTorch bf16 (target)`] : [])];
+  console.log('\n## Model (ms; tokens/s)\n');
+  console.log(`| ${head.join(' | ')} |`);
+  console.log(`|${head.map(() => '---').join('|')}|`);
+  const misses: string[] = [];
+  const ratioCell = (row: ModelRow, column: string, dtype: 'f32' | 'bf16', target: number): string => {
+    const r = slowdown(row, runs.get(column)?.[row.key], (dtype === 'f32' ? f32 : bf16)?.[row.pytorch]);
+    if (r === undefined) return '–';
+    if (r > target) misses.push(`${row.label.replace(/ \(.*\)$/, '')}: ${column} ${r.toFixed(2)}× PyTorch ${dtype} (target ≤ ${target}×)`);
+    return `${r.toFixed(2)}× (≤ ${target})`;
+  };
+  for (const row of MODEL_ROWS) {
+    const digits = row.rate ? 0 : 1;
+    const cells = [row.label, ...columns.map((c) => fmt(runs.get(c)?.[row.key], digits)), fmt(f32?.[row.pytorch], digits), fmt(bf16?.[row.pytorch], digits)];
+    cells.push(ratioCell(row, ours, 'f32', row.target));
+    if (hasBf16) cells.push(row.bf16Target === undefined ? '–' : ratioCell(row, BF16_COLUMN, 'bf16', row.bf16Target));
+    console.log(`| ${cells.join(' | ')} |`);
   }
+  if (f32 || bf16) console.log(misses.length === 0 ? '\nEvery ratio is within its target.' : `\nOver target:\n${misses.map((m) => `- ${m}`).join('\n')}`);
 }
 
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
-  if (argv[0] === '--child') return child(argv[1] as ChildSection, argv[2]);
+  if (argv[0] === '--child') return child(argv[1] as ChildSection, argv[2] || undefined, argv[3] || undefined);
   if (argv[0] === '--paper-worker') return paperWorker(JSON.parse(argv[1]) as Parameters<typeof paperWorker>[0]);
   const only = new Set(argv);
   const want = (name: string): boolean => only.size === 0 || only.has(name);
@@ -189,23 +242,34 @@ async function main(): Promise<void> {
   if (only.has('capacity')) printCapacityTable(await benchCapacity(), process.env.COMLRL_BACKEND ?? 'wasm');
   if (only.has('critic-fit')) printCriticFitTable(await benchCriticFit(), Number(process.env.COMLRL_CRITIC_FIT_LR ?? 1e-2));
   if (only.has('offload')) printOffloadTable(await benchOffload());
+  if (only.has('profile-torch')) await profileTorch();
   // Only long runs named: nothing else to measure.
-  if (only.size > 0 && [...only].every((n) => ['paper', 'configs', 'memory', 'capacity', 'critic-fit', 'offload'].includes(n))) return;
+  if (only.size > 0 && [...only].every((n) => ['paper', 'configs', 'memory', 'capacity', 'critic-fit', 'offload', 'profile-torch'].includes(n))) return;
   const backends = benchBackends();
-  console.log(`# comlrl benchmark (${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}; backends: ${backends.join(', ')})`);
+  const load = (): string => os.loadavg().map((l) => l.toFixed(2)).join(' ');
+  console.log(`# comlrl benchmark (${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}; backends: ${backends.join(', ')}; load average ${load()})`);
 
   if (want('model')) {
     const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-bench-model-'));
     try {
       writeBenchModel(dir);
-      const runs = new Map(backends.map((b) => [b, onBackend(b, 'model', dir)] as const));
-      const torch = torchBaseline(dir);
-      console.log(`\nmodel: Qwen3 vocab ${BENCH_SHAPE.vocab}, hidden ${BENCH_SHAPE.hidden}, ${BENCH_SHAPE.layers} layers, batch ${BENCH_SHAPE.batch} × ${BENCH_SHAPE.seq}` +
-        (torch ? `; PyTorch ${torch.torch} with ${torchBlas()}, ${torch.threads_own !== undefined ? `best of ${torch.threads_own} and ${torch.threads} threads per figure` : `${torch.threads} threads`} (matmul ${fmt(torch.matmul_gflops, 0)} GFLOP/s)` : ''));
-      const rates = new Set(['score_tokens_per_s', 'gen_tokens_per_s', 'gen_recompute_tokens_per_s']);
-      sideBySide('Model (ms; tokens/s)', ['forward_ms', 'fwd_bwd_ms', 'adamw_step_ms', 'score_tokens_per_s', 'gen_tokens_per_s'], runs, torch, rates);
-      sideBySide('Model, more figures', ['gen_recompute_tokens_per_s', 'gen_cache_speedup', 'params'], runs, null, rates);
-      if (!torch) console.log('\n(PyTorch baseline skipped: /usr/bin/python3 with torch not found)');
+      const runs = new Map<string, Figures | null>();
+      for (const b of backends) {
+        runs.set(b, onBackend(b, 'model', { dir }));
+        if (b === 'torch') runs.set(BF16_COLUMN, onBackend(b, 'model', { dir, model: { parts: 'lora', frozenBaseDtype: 'bfloat16' } }));
+      }
+      const f32 = torchBaseline(dir, 'float32');
+      const bf16 = torchBaseline(dir, 'bfloat16');
+      const py = torchPython();
+      const threads = (t: Figures): string => (t.threads_own !== undefined ? `best of ${t.threads_own} and ${t.threads} threads per figure` : `${t.threads} thread${t.threads === 1 ? '' : 's'}`);
+      console.log(`\nmodel: Qwen3 vocab ${BENCH_SHAPE.vocab}, hidden ${BENCH_SHAPE.hidden}, ${BENCH_SHAPE.layers} layers, batch ${BENCH_SHAPE.batch} × ${BENCH_SHAPE.seq}; LoRA rows: r = 16 on q, k, v, o` +
+        (py && f32 ? `; PyTorch ${py.version} (${py.source}), BLAS ${py.blas}, ${threads(f32)}; matmul 1024³ ${fmt(f32.matmul_gflops, 0)} GFLOP/s in float32` + (bf16 ? `, ${fmt(bf16.matmul_gflops, 1)} in bfloat16` : '') : ''));
+      const torchThreads = runs.get('torch')?.threads;
+      if (torchThreads !== undefined) console.log(`comlrl's torch backend: ${torchThreads} thread${torchThreads === 1 ? '' : 's'} (COMLRL_TORCH_THREADS; default torch's own)`);
+      printModelTable(runs, f32, bf16);
+      const rates = new Set(['gen_recompute_tokens_per_s']);
+      sideBySide('Model, more figures (load_avg_1m: the machine\'s load average when each column started)', ['gen_recompute_tokens_per_s', 'gen_cache_speedup', 'params', 'lora_params', 'load_avg_1m'], runs, rates);
+      if (!f32) console.log('\n(PyTorch baseline skipped: no Python with torch: set COMLRL_TORCH_PYTHON, or run npm run setup:torch)');
     } finally {
       fs.rmSync(dir, { recursive: true, force: true });
     }
@@ -215,7 +279,7 @@ async function main(): Promise<void> {
     const runs = new Map<string, Figures | null>();
     for (const b of backends) {
       runs.set(b, onBackend(b, 'matmul'));
-      if (b === 'tensorflow') runs.set('tensorflow, TF_ENABLE_ONEDNN_OPTS=0', onBackend(b, 'matmul', undefined, { TF_ENABLE_ONEDNN_OPTS: '0' }));
+      if (b === 'tensorflow') runs.set('tensorflow, TF_ENABLE_ONEDNN_OPTS=0', onBackend(b, 'matmul', { env: { TF_ENABLE_ONEDNN_OPTS: '0' } }));
     }
     const keys = [4, 300].flatMap((n) => ['frozen', 'linear', 'flag', 'pretransposed'].map((k) => `${k}_${n}rows_ms`));
     sideBySide('x · Wᵀ for a [6144, 2048] Hugging Face weight (ms per call): frozen = matMulAgainstFrozen, linear = trainable layer, flag = tf.matMul(x, W, false, true), pretransposed = W transposed once beforehand', keys, runs);
@@ -226,11 +290,11 @@ async function main(): Promise<void> {
   if (want('coophe')) section('CoopHE rewards (issue 3)', await benchCoopHE());
   if (want('magrpo')) {
     const runs = new Map(backends.map((b) => [b, onBackend(b, 'magrpo')] as const));
-    sideBySide('One MAGRPO step: 2 agents, K = 4, 32 new tokens (ms)', ['step_ms', 'trainer_step_ms', 'generation_ms', 'scoring_ms', 'backward_ms', 'optimizer_ms', 'reward_ms', 'generation_tokens_per_s'], runs, null, new Set(['generation_tokens_per_s']));
+    sideBySide('One MAGRPO step: 2 agents, K = 4, 32 new tokens (ms)', ['step_ms', 'trainer_step_ms', 'generation_ms', 'scoring_ms', 'backward_ms', 'optimizer_ms', 'reward_ms', 'generation_tokens_per_s', 'load_avg_1m'], runs, new Set(['generation_tokens_per_s']));
   }
   if (want('collm')) {
     const runs = new Map(backends.map((b) => [b, onBackend(b, 'collm')] as const));
-    sideBySide('One CoLLM-CC item: 2 agents + critic, 2 turns × 32 new tokens, one update (ms)', ['collm_cc_item_ms'], runs);
+    sideBySide('One CoLLM-CC item: 2 agents + critic, 2 turns × 32 new tokens, one update (ms)', ['collm_cc_item_ms', 'load_avg_1m'], runs);
   }
 }
 
