@@ -87,9 +87,11 @@ async function registerBackend(name: BackendName): Promise<string> {
 }
 
 /**
- * What `auto` picks, and why: torch on a CUDA GPU when it is set up with one; on CPU the faster
- * of the native backends that are set up for training (tensorflow: its oneDNN matmuls beat torch's
- * MKL ones here, see the README's benchmark), then torch; else wasm.
+ * What `auto` picks, and why: torch on a CUDA GPU when it is set up with one; on CPU tensorflow
+ * when set up, then torch; else wasm. tensorflow wins where training time goes at real size: a
+ * 1.7 B CoLLM-CC item took 398 s on tensorflow, and none finished in 30 min on torch, whose
+ * batch-1 matrix-vector products are slow on this CPU (README, torch backend), though torch is the
+ * faster of the two on the 4 M bench model.
  */
 export function autoBackend(): { name: BackendName; why: string } {
   if (torchInstalled() && torchSetupHasCuda()) return { name: 'torch', why: 'torch is set up with CUDA' };
