@@ -13,7 +13,7 @@ import { createTinyModel } from '../src/model/tiny.js';
 import { loadCausalLM } from '../src/model/load.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { ToyCoordEnv, toyTrainTasks } from '../envs/toy/index.js';
-import { CoLLMCCTrainer } from '../trainers/collm-cc.js';
+import { CoLLMCCTrainer } from '../trainers/collm/centralized.js';
 
 const REPEATS = 3;
 const MAX_NEW_TOKENS = 32;

@@ -30,7 +30,7 @@ import { loadTokenizer } from '../src/tokenizer/load.js';
 import type { Tokenizer } from '../src/tokenizer/types.js';
 import { createRng, rngFor, type Rng } from '../src/util/rng.js';
 import { hiddenCueAnswers, hiddenCueCues, HiddenCueEnv, hiddenCueScore, hiddenCueTasks, hiddenCueWords, type HiddenCueTask } from '../envs/hidden-cue/index.js';
-import { criticStep } from '../trainers/common/actor-critic.js';
+import { criticStep } from '../trainers/collm/steps.js';
 
 const CHECKPOINTS = [0, 80, 320, 1280] as const;
 const HELD_OUT = 200;

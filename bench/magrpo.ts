@@ -15,10 +15,10 @@ import { AdamW } from '../src/optim/adamw.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { rngFor } from '../src/util/rng.js';
 import { ToyCoordEnv, toyTrainTasks } from '../envs/toy/index.js';
-import { groupAdvantages } from '../trainers/magrpo-advantage.js';
-import { encodePrompt, generateGroup, type CompletionGroup } from '../trainers/common/generation.js';
-import { applyGradients, linearPolicyLoss, sequenceLossGradients, type PolicyGradientRow } from '../trainers/common/loss.js';
-import { MAGRPOTrainer } from '../trainers/magrpo.js';
+import { groupAdvantages } from '../trainers/magrpo/advantage.js';
+import { encodePrompt, generateGroup, type CompletionGroup } from '../trainers/core/generation.js';
+import { applyGradients, linearPolicyLoss, sequenceLossGradients, type PolicyGradientRow } from '../trainers/core/loss.js';
+import { MAGRPOTrainer } from '../trainers/magrpo/trainer.js';
 
 const K = 4;
 const MAX_NEW_TOKENS = 32;

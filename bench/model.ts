@@ -3,7 +3,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { activeBackend, initBackend, torchBackend } from '../src/backend/index.js';
-import { configureMemory, type MemorySettings } from '../src/memory/settings.js';
+import type { MemorySettings } from '../src/memory/settings.js';
 import { loraSectionSchema, loraSettings } from '../src/model/lora/config.js';
 import { loadCausalLM, writeRandomCheckpoint, type TfCausalLM } from '../src/model/index.js';
 import { AdamW } from '../src/optim/index.js';
@@ -45,9 +45,9 @@ export function writeBenchModel(dir: string, seed = 0): void {
 /** LoRA of the bench's LoRA rows: r = 16 on q, k, v, o (as bench/offload.ts and profile-lora.ts). */
 export const BENCH_LORA = { r: 16, lora_alpha: 32, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] };
 
-/** Loads the bench checkpoint in `dir` as a LoRA model ({@link BENCH_LORA}) on a frozen base. */
-export function loadBenchLora(dir: string): Promise<TfCausalLM> {
-  return loadCausalLM(dir, { lora: { settings: loraSettings(loraSectionSchema.parse(BENCH_LORA)), seed: 'bench-lora' } });
+/** Loads the bench checkpoint in `dir` as a LoRA model ({@link BENCH_LORA}) on a frozen base, with `memory` settings. */
+export function loadBenchLora(dir: string, memory: Partial<MemorySettings> = {}): Promise<TfCausalLM> {
+  return loadCausalLM(dir, { lora: { settings: loraSettings(loraSectionSchema.parse(BENCH_LORA)), seed: 'bench-lora' }, memory });
 }
 
 /** The bench's token ids: `batch` rows of `seq` seeded random tokens. */
@@ -68,12 +68,24 @@ export function benchLoss(model: TfCausalLM, ids: number[][]): () => tf.Scalar {
     });
 }
 
-/** One forward + backward of `loss` over the model's trainable variables, values read back. */
+/**
+ * Waits until `t` and everything queued before it are computed, reading back one value: PyTorch's
+ * side keeps its logits and gradients where they are (and synchronizes a GPU), so reading whole
+ * tensors back would charge comlrl for a copy PyTorch does not make.
+ */
+export async function syncOn(t: tf.Tensor): Promise<void> {
+  const one = tf.tidy(() => tf.slice(tf.reshape(t, [-1]), 0, 1));
+  await one.data();
+  one.dispose();
+}
+
+/** One forward + backward of `loss` over the model's trainable variables, synchronized on one gradient value (kernels run in order). */
 export async function benchFwdBwd(model: TfCausalLM, loss: () => tf.Scalar): Promise<void> {
   const { value, grads } = tf.variableGrads(loss, model.trainableVariables());
   await value.data();
-  await Promise.all(Object.values(grads).map((g) => g.data()));
-  tf.dispose([value, ...Object.values(grads)]);
+  const made = Object.values(grads);
+  await syncOn(made[made.length - 1]);
+  tf.dispose([value, ...made]);
 }
 
 async function timed(fn: () => Promise<void> | void, reps: number): Promise<number> {
@@ -141,7 +153,7 @@ async function fullModelFigures(dir: string, ids: number[][], reps: number): Pro
     const vars = model.trainableVariables();
     const forwardMs = await timed(async () => {
       const l = model.logits(ids);
-      await l.data();
+      await syncOn(l);
       l.dispose();
     }, reps);
     const fwdBwdMs = await timed(() => benchFwdBwd(model, loss), reps);
@@ -184,8 +196,7 @@ async function fullModelFigures(dir: string, ids: number[][], reps: number): Pro
 /** The LoRA model's figures (see {@link benchModel}). */
 async function loraFigures(dir: string, ids: number[][], reps: number, frozenBaseDtype: MemorySettings['frozenBaseDtype']): Promise<Record<string, number>> {
   const s = BENCH_SHAPE;
-  configureMemory({ frozenBaseDtype });
-  const model = await loadBenchLora(dir);
+  const model = await loadBenchLora(dir, { frozenBaseDtype });
   try {
     const loss = benchLoss(model, ids);
     const fwdBwdMs = await timed(() => benchFwdBwd(model, loss), reps);

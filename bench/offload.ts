@@ -15,7 +15,7 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
-import { configureMemory, DEFAULT_MEMORY_SETTINGS } from '../src/memory/settings.js';
+import { unplannedPass } from '../src/memory/plan.js';
 import { loraSectionSchema, loraSettings } from '../src/model/lora/config.js';
 import { loadCausalLM } from '../src/model/load.js';
 import { TINY_MODEL_PRESETS } from '../src/model/presets.js';
@@ -42,21 +42,20 @@ async function seconds(f: () => Promise<unknown>): Promise<number> {
 }
 
 async function measure(dir: string, offloaded: boolean): Promise<OffloadRun> {
-  configureMemory({ offloadFrozenLayers: offloaded });
   const before = tf.memory().numBytes;
   const settings = loraSettings(loraSectionSchema.parse({ r: 16, lora_alpha: 32, target_modules: ['q_proj', 'k_proj', 'v_proj', 'o_proj'] }));
-  const model = await loadCausalLM(dir, { lora: { settings, seed: 'bench-offload' } });
+  const model = await loadCausalLM(dir, { lora: { settings, seed: 'bench-offload' }, memory: { offloadFrozenLayers: offloaded } });
   try {
     const tensorBytes = tf.memory().numBytes - before;
     const generate = (n: number) => seconds(() => model.generate(Array.from({ length: n }, () => PROMPT), { maxNewTokens: NEW_TOKENS, greedy: true, eosTokenIds: [] }));
     const generate1 = await generate(1);
     const generate4 = await generate(4);
-    model.memory = { ...model.memory, recompute: true };
+    const recomputed = { ...unplannedPass(model.memory), recompute: true };
     const vars = model.trainableVariables();
     let trainRow = Infinity;
     for (let k = 0; k < 2; k++) {
       const t = await seconds(async () => {
-        const { value, grads } = tf.variableGrads(() => tf.neg(tf.mean(model.scoreCompletions([ROW_PROMPT], [ROW_COMPLETION]).tokenLogProbs)) as tf.Scalar, vars);
+        const { value, grads } = tf.variableGrads(() => tf.neg(tf.mean(model.scoreCompletions([ROW_PROMPT], [ROW_COMPLETION], recomputed).tokenLogProbs)) as tf.Scalar, vars);
         await value.data();
         value.dispose();
         tf.dispose(Object.values(grads));
@@ -90,7 +89,6 @@ export async function benchOffload(): Promise<OffloadRun[]> {
     }
     return out;
   } finally {
-    configureMemory({ offloadFrozenLayers: DEFAULT_MEMORY_SETTINGS.offloadFrozenLayers });
     fs.rmSync(work, { recursive: true, force: true });
   }
 }

@@ -1,6 +1,5 @@
 /**
- * One training run of the paper's comparison in miniature (`npm run bench -- paper`, and the
- * learning tests in test/collm-learning.test.ts): MAGRPO, CoLLM-DC or CoLLM-CC on the hidden-cue
+ * One training run of the paper's comparison in miniature (`npm run bench -- paper`): MAGRPO, CoLLM-DC or CoLLM-CC on the hidden-cue
  * task family (envs/hidden-cue) with tiny word-level qwen3 checkpoints (hidden 32, 1 layer), at a
  * matched budget of completions generated per agent.
  *
@@ -22,9 +21,9 @@ import { createTinyModel } from '../src/model/tiny.js';
 import { loadCausalLM } from '../src/model/load.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { HiddenCueEnv, hiddenCueTasks, hiddenCueWords } from '../envs/hidden-cue/index.js';
-import { CoLLMCCTrainer } from '../trainers/collm-cc.js';
-import { CoLLMDCTrainer } from '../trainers/collm-dc.js';
-import { MAGRPOTrainer } from '../trainers/magrpo.js';
+import { CoLLMCCTrainer } from '../trainers/collm/centralized.js';
+import { CoLLMDCTrainer } from '../trainers/collm/decentralized.js';
+import { MAGRPOTrainer } from '../trainers/magrpo/trainer.js';
 
 /** The methods compared. */
 export const PAPER_METHODS = ['magrpo', 'collm-dc', 'collm-cc'] as const;

@@ -14,6 +14,7 @@ import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { initBackend } from '../src/backend/init.js';
 import { createTinyModel } from '../src/model/tiny.js';
+import { unplannedPass } from '../src/memory/plan.js';
 import { loadCausalLM } from '../src/model/load.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { rngFor } from '../src/util/rng.js';
@@ -86,9 +87,9 @@ async function main(): Promise<void> {
     }
     for (const rc of [true, false]) {
       if (!only.has(rc ? 'bwdrc' : 'bwd')) continue;
-      model.memory = { ...model.memory, recompute: rc };
+      const passMemory = { ...unplannedPass(model.memory), recompute: rc };
       const vars = model.trainableVariables();
-      const pass = () => tf.variableGrads(() => tf.sum(model.scoreCompletions([p], [c]).tokenLogProbs) as tf.Scalar, vars);
+      const pass = () => tf.variableGrads(() => tf.sum(model.scoreCompletions([p], [c], passMemory).tokenLogProbs) as tf.Scalar, vars);
       if (process.env.PROFILE_PEAK === '1') {
         // tfjs's own accounting of the pass (views count as buffers too); timed separately below.
         const held = tf.memory().numBytes;

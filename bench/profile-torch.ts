@@ -28,10 +28,9 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { describeTorch, initBackend, torchBackend } from '../src/backend/index.js';
-import { configureMemory } from '../src/memory/settings.js';
 import { loadCausalLM, type TfCausalLM } from '../src/model/index.js';
 import { AdamW } from '../src/optim/index.js';
-import { BENCH_SHAPE, benchFwdBwd, benchIds, benchLoss, loadBenchLora, writeBenchModel } from './model.js';
+import { BENCH_SHAPE, benchFwdBwd, benchIds, benchLoss, loadBenchLora, syncOn, writeBenchModel } from './model.js';
 import { torchBenchScript, torchPython, type TorchDtype } from './pytorch.js';
 
 /** Wall time and calls of one kernel name (or one name and input shapes). */
@@ -257,20 +256,25 @@ def gen(new):
                 logits, past = m.forward(nxt, past, pos); pos += 1
                 nxt = logits[:, -1].argmax(-1, keepdim=True)
     return run
+def shapes(e):
+    return '·'.join('[' + ','.join(str(d) for d in s) + ']' for s in e.input_shapes if s)
 def prof(f):
     f()
-    with profile(activities=[ProfilerActivity.CPU]) as p:
+    with profile(activities=[ProfilerActivity.CPU], record_shapes=True) as p:
         t = time.perf_counter()
         for _ in range(reps): f()
         wall = (time.perf_counter() - t) * 1000 / reps
-    return {'wall_ms': wall, 'ops': {e.key: [e.self_cpu_time_total / 1000 / reps, e.count / reps] for e in p.key_averages()}}
+    per = lambda e: [e.self_cpu_time_total / 1000 / reps, e.count / reps]
+    return {'wall_ms': wall, 'ops': {e.key: per(e) for e in p.key_averages()},
+            'by_shape': {(e.key + ' ' + shapes(e)).strip(): per(e) for e in p.key_averages(group_by_input_shape=True)}}
+def minus(a, b):
+    return {k: [(v[0] - b.get(k, [0, 0])[0]) / (NEW - 1), (v[1] - b.get(k, [0, 0])[1]) / (NEW - 1)] for k, v in a.items()}
 out = {}
 if 'adamw' in passes: fwd_bwd()
 for name in passes:
     if name == 'decode_step':
         a, b = prof(gen(NEW)), prof(gen(1))
-        ops = {k: [(v[0] - b['ops'].get(k, [0, 0])[0]) / (NEW - 1), (v[1] - b['ops'].get(k, [0, 0])[1]) / (NEW - 1)] for k, v in a['ops'].items()}
-        out[name] = {'wall_ms': (a['wall_ms'] - b['wall_ms']) / (NEW - 1), 'ops': ops}
+        out[name] = {'wall_ms': (a['wall_ms'] - b['wall_ms']) / (NEW - 1), 'ops': minus(a['ops'], b['ops']), 'by_shape': minus(a['by_shape'], b['by_shape'])}
     else:
         out[name] = prof({'forward': forward, 'fwd_bwd': fwd_bwd, 'adamw': adamw}[name])
 print(json.dumps(out))
@@ -278,7 +282,10 @@ print(json.dumps(out))
 
 interface PyTorchProfile {
   wall_ms: number;
+  /** op name → [self ms, calls] */
   ops: Record<string, [number, number]>;
+  /** `op [shape]·[shape]` → [self ms, calls] */
+  by_shape: Record<string, [number, number]>;
 }
 
 /** PyTorch's profiles of `passes` in `dtype` (keyed by pass), or null without a Python with torch. */
@@ -304,14 +311,17 @@ function profilePyTorch(dir: string, dtype: TorchDtype, passes: readonly PyTorch
   return new Map(Object.entries(parsed) as [PyTorchPass, PyTorchProfile][]);
 }
 
-/** Prints PyTorch's pass: wall time, op time and the top ops by self time. */
+/** Prints PyTorch's pass: wall time, op time and the top ops by self time, by name and by input shapes. */
 function printPyTorchProfile(title: string, p: PyTorchProfile, top: number): void {
-  const ops: KernelTotals = new Map(Object.entries(p.ops).map(([k, [ms, calls]]) => [k, { ms, calls }]));
-  const opMs = sumMs(ops);
-  console.log(`\nPyTorch, ${title}: ${p.wall_ms.toFixed(1)} ms per pass (under torch.profiler); ops ${opMs.toFixed(1)} ms self time in ${sumCalls(ops).toFixed(0)} calls\n`);
+  const totals = (r: Record<string, [number, number]>): KernelTotals => new Map(Object.entries(r).map(([k, [ms, calls]]) => [k, { ms, calls }]));
+  const ops = totals(p.ops);
+  console.log(`\nPyTorch, ${title}: ${p.wall_ms.toFixed(1)} ms per pass (under torch.profiler); ops ${sumMs(ops).toFixed(1)} ms self time in ${sumCalls(ops).toFixed(0)} calls\n`);
   console.log('| PyTorch op | calls | self ms | µs per call | of the pass |');
   console.log('|---|---|---|---|---|');
   for (const row of topRows(ops, p.wall_ms, top)) console.log(row);
+  console.log('\n| PyTorch op, input shapes | calls | self ms | µs per call | of the pass |');
+  console.log('|---|---|---|---|---|');
+  for (const row of topRows(totals(p.by_shape), p.wall_ms, top)) console.log(row);
 }
 
 /**
@@ -343,7 +353,7 @@ export async function profileTorch(): Promise<void> {
         const loss = benchLoss(model, ids);
         await run('forward', 'forward (all logits)', async () => {
           const l = model.logits(ids);
-          await l.data();
+          await syncOn(l);
           l.dispose();
         });
         await run('fwd_bwd', 'forward + backward (full model)', () => benchFwdBwd(model, loss));
@@ -378,8 +388,7 @@ export async function profileTorch(): Promise<void> {
       const fwdBwd = `lora_fwd_bwd${suffix}` as ProfilePass;
       const scoring = `lora_scoring${suffix}` as ProfilePass;
       if (!passes.has(fwdBwd) && !passes.has(scoring)) continue;
-      configureMemory({ frozenBaseDtype: dtype });
-      const lora = await loadBenchLora(dir);
+      const lora = await loadBenchLora(dir, { frozenBaseDtype: dtype });
       try {
         const loss = benchLoss(lora, ids);
         await run(fwdBwd, `LoRA forward + backward (${dtype} base)`, () => benchFwdBwd(lora, loss));
@@ -388,7 +397,6 @@ export async function profileTorch(): Promise<void> {
         lora.dispose();
       }
     }
-    configureMemory({ frozenBaseDtype: 'float32' });
 
     const theirs = new Map<TorchDtype, Map<PyTorchPass, PyTorchProfile> | null>();
     if (process.env.COMLRL_PROFILE_PYTORCH !== '0') {

@@ -8,7 +8,7 @@ import { fileURLToPath } from 'node:url';
 import { activeBackend } from '../src/backend/init.js';
 import { ConfigError } from '../src/config/schema.js';
 import { backendMemoryError, isBackendMemoryCrash } from '../src/memory/errors.js';
-import { budgetBytes } from '../src/memory/settings.js';
+import { defaultBudgetBytes } from '../src/memory/settings.js';
 import { CheckpointError } from '../src/checkpoint/atomic.js';
 import type { CommandContext } from './context.js';
 import { UsageError } from './args.js';
@@ -75,7 +75,9 @@ export async function main(argv: readonly string[], ctx: CommandContext = defaul
       ctx.err(`comlrl ${command}: ${err.message}`);
       return 1;
     }
-    const e = isBackendMemoryCrash(err) ? backendMemoryError(err, activeBackend(), budgetBytes()) : (err as Error);
+    // A command that runs a config says its crashes in words with that config's budget; what
+    // reaches here unsaid ran under the default one.
+    const e = isBackendMemoryCrash(err) ? backendMemoryError(err, activeBackend(), defaultBudgetBytes()) : (err as Error);
     ctx.err(`comlrl ${command}: ${e.message ?? String(err)}`);
     if (process.env.COMLRL_DEBUG && e.stack) ctx.err(e.stack);
     return 1;
@@ -111,7 +113,7 @@ if (isEntryPoint()) {
       process.exitCode = code;
     },
     (err: unknown) => {
-      const e = isBackendMemoryCrash(err) ? backendMemoryError(err, activeBackend(), budgetBytes()) : (err as Error);
+      const e = isBackendMemoryCrash(err) ? backendMemoryError(err, activeBackend(), defaultBudgetBytes()) : (err as Error);
       process.stderr.write(`comlrl: ${e.message ?? String(err)}\n`);
       process.exitCode = 1;
     },

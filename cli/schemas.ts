@@ -1,28 +1,26 @@
 /**
- * The CLI's run config: the trainers' config schemas injected into the run-config parser (src cannot
- * import trainers/), and the typed config they give. Config files are read and validated here once;
- * everything downstream takes {@link TypedRunConfig}.
+ * The CLI's run config. The tasks (envs/) and the trainers (trainers/builtin.ts) register as this
+ * loads, so the run-config parser (src/config) knows their sections and schemas; config files are
+ * read and validated here once, and everything downstream takes {@link RunConfig}.
  */
 // The task registry's built-in task folders (and COMLRL_TASK_PATH's) register as this loads.
 import '../envs/tasks.js';
-import { loadRunConfig, type RunConfigOf, type RunConfigSchemas } from '../src/config/index.js';
-import { collmCCConfigSchema, collmDCConfigSchema } from '../trainers/actor-critic-config.js';
-import { magrpoConfigSchema } from '../trainers/magrpo-config.js';
+import { loadRunConfig, type RunConfig, type RunConfigSchemas } from '../src/config/index.js';
 
-/** Each trainer's own schema, by trainer name. */
-export const TRAINER_CONFIG_SCHEMAS = {
-  magrpo: magrpoConfigSchema,
-  'collm-dc': collmDCConfigSchema,
-  'collm-cc': collmCCConfigSchema,
-} as const satisfies RunConfigSchemas;
+export type { RunConfig } from '../src/config/index.js';
+import { COLLM_CC_TRAINER, COLLM_DC_TRAINER, MAGRPO_TRAINER } from '../trainers/builtin.js';
 
 /**
- * A validated run config whose `trainerConfig` is the selected trainer's typed config
- * (`MAGRPOConfig`, `CoLLMDCConfig` or `CoLLMCCConfig`, discriminated by `trainer`).
+ * The built-in trainers' schemas, by trainer name (the registry's: `parseRunConfig` accepts this
+ * for callers written before the trainer registry).
  */
-export type TypedRunConfig = RunConfigOf<typeof TRAINER_CONFIG_SCHEMAS>;
+export const TRAINER_CONFIG_SCHEMAS = {
+  magrpo: MAGRPO_TRAINER.schema,
+  'collm-dc': COLLM_DC_TRAINER.schema,
+  'collm-cc': COLLM_CC_TRAINER.schema,
+} as const satisfies RunConfigSchemas;
 
 /** Reads a YAML/JSON config file, applies `--set` overrides and validates it (once). */
-export function loadConfig(file: string, sets: readonly string[]): TypedRunConfig {
-  return loadRunConfig(file, sets, TRAINER_CONFIG_SCHEMAS);
+export function loadConfig(file: string, sets: readonly string[]): RunConfig {
+  return loadRunConfig(file, sets);
 }

@@ -6,9 +6,10 @@
 import '../envs/tasks.js';
 import { getTask } from '../src/tasks/registry.js';
 import type { AnyTaskSpec, PlayedEpisode } from '../src/tasks/spec.js';
+import type { CentralizedAdapter } from '../src/decpomdp/centralized.js';
 import type { LLMDecPOMDP } from '../src/decpomdp/types.js';
-import type { EvalCallback, EvalEpisode } from '../trainers/common/eval.js';
-import type { TypedRunConfig as RunConfig } from './schemas.js';
+import type { EvalCallback, EvalEpisode } from '../trainers/core/eval.js';
+import type { RunConfig } from './schemas.js';
 
 export { episodeReward, passAtKMetrics } from '../src/tasks/metrics.js';
 
@@ -30,6 +31,8 @@ export interface TaskSetup {
   paperMetrics(samples: readonly (readonly PlayedEpisode[])[], ks: readonly number[]): Record<string, number>;
   /** Frees task resources (sandboxes). */
   close(): Promise<void>;
+  /** The task's centralized adapter (CentralizedMAGRPO), when it has one. */
+  readonly centralized?: CentralizedAdapter<unknown>;
 }
 
 /** Processor of the config: r·scale + shift when enabled, else identity. */

@@ -7,8 +7,12 @@
  * Points: `checkpoint-write` (a checkpoint's weights are written, its manifest is not),
  * `final-write` (the same for final/), and two where the wait blocks the thread as a long stretch
  * of tensor work does (a signal is only noticed afterwards): `item-end` (a training item is done,
- * before the stop check) and `eval-batch` (an eval batch is done; step = episodes so far).
+ * before the stop check: {@link testPauseCallback}, first of a run's callbacks) and `eval-batch` (an
+ * eval batch is done; step = episodes so far).
  */
+import type { TrainerCallback } from '../trainers/core/callbacks.js';
+
+/** A named moment a test can pause at (see the module comment). */
 export type PausePoint = 'checkpoint-write' | 'final-write' | 'item-end' | 'eval-batch';
 
 /** The wait in milliseconds when the environment names `point` (at `step`), else undefined. */
@@ -36,3 +40,8 @@ export function testPauseBlocking(point: PausePoint, step: number): void {
   const ms = pauseMs(point, step);
   if (ms !== undefined) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, ms);
 }
+
+/** The training run's pause at `item-end` (blocking), as a callback: put it first, before any stop decision. */
+export const testPauseCallback: TrainerCallback = {
+  onItemEnd: ({ step }) => testPauseBlocking('item-end', step),
+};

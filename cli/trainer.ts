@@ -1,11 +1,11 @@
 /**
  * Builds agents, critics and the chosen trainer from a run config, from the config's model paths
- * (a fresh run) or from a checkpoint (resume), behind one small interface the runner drives.
+ * (a fresh run) or from a checkpoint (resume), behind one small interface the runner drives. What
+ * differs between trainers (critic count, saved layout, construction) comes from the trainer
+ * registry (trainers/registry.ts).
  */
 import { existsSync } from 'node:fs';
-import { join } from 'node:path';
-import type { TrainerName } from '../src/config/schema.js';
-import type { SerializableTrainerState } from '../src/checkpoint/state.js';
+import { memorySettingsOf } from '../src/config/schema.js';
 import { loadCriticHead, type CriticHead } from '../src/critic/heads.js';
 import type { CriticLM } from '../src/critic/value-model.js';
 import type { Agent, ChatFormat } from '../src/decpomdp/agent.js';
@@ -14,39 +14,38 @@ import { loraSettings, type LoraSection } from '../src/model/lora/config.js';
 import type { CausalLM } from '../src/model/types.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { createRng } from '../src/util/rng.js';
-import { CoLLMCCTrainer } from '../trainers/collm-cc.js';
-import { CoLLMDCTrainer } from '../trainers/collm-dc.js';
-import type { ActorCriticStateExtra } from '../trainers/common/ac-run.js';
-import type { EvalEpisode } from '../trainers/common/eval.js';
-import type { MetricRecord, MetricsSink } from '../trainers/common/metrics.js';
-import { parseTrainerState, type DatasetCursor, type TrainerState } from '../trainers/common/state.js';
-import { MAGRPOTrainer, type MAGRPOStateExtra } from '../trainers/magrpo.js';
-import type { TypedRunConfig as RunConfig } from './schemas.js';
+import { cursorStep } from '../trainers/core/checkpoint.js';
+import type { EvalEpisode } from '../trainers/core/eval.js';
+import type { MetricRecord, MetricsSink } from '../trainers/core/metrics.js';
+import type { SaveOptions } from '../trainers/core/save.js';
+import type { DatasetCursor } from '../trainers/core/state.js';
+import type { TrainOptions } from '../trainers/core/trainer.js';
+import { getTrainer, type RunnableTrainer } from '../trainers/registry.js';
+import type { RunConfig } from './schemas.js';
 import type { TaskSetup } from './tasks.js';
+
+export { cursorStep };
 
 /** What the runner needs from any trainer. */
 export interface TrainerHandle {
-  readonly name: TrainerName;
+  /** The registered trainer's name (`config.trainer`). */
+  readonly name: string;
+  /** The trainer itself, for the library's checkpoint functions (trainers/core/checkpoint.ts). */
+  readonly trainer: RunnableTrainer;
   readonly agents: readonly Agent[];
   /** Items per epoch and epochs: the run has `itemsPerEpoch · epochs` steps. */
   readonly itemsPerEpoch: number;
   readonly epochs: number;
   readonly cursor: DatasetCursor;
   readonly envSteps: number;
-  /** `skipFirstEval`: the caller just evaluated the current weights (see TrainOptions). */
-  train(onItemEnd: () => Promise<void>, options?: { skipFirstEval?: boolean }): Promise<void>;
-  evaluate(): Promise<{ metrics: MetricRecord; episodes: EvalEpisode<unknown, unknown>[] }>;
-  exportState(): SerializableTrainerState;
-  /** exportState() written into `dir` with the AdamW moments streamed one by one (see TrainerBase.writeState). */
+  /** The trainer's `train()`: its loop with the run's callbacks (see TrainOptions). */
+  train(options: TrainOptions): Promise<void>;
+  evaluate(): Promise<{ readonly metrics: MetricRecord; readonly episodes: readonly EvalEpisode<unknown, unknown>[] }>;
+  /** The trainer state written into `dir` with the AdamW moments streamed one by one (see TrainerBase.writeState). */
   writeState(dir: string): Promise<void>;
-  importState(state: SerializableTrainerState): void;
-  /** Agents (and critics and heads) in the trainer's layout: `dir/agent_i/`, critics as the trainer saves them. */
-  save(dir: string): Promise<void>;
-  /**
-   * With `model.lora.save_merged` (critics: `model.critic_lora.save_merged`): writes each LoRA
-   * model's merged full weights into `<its saved dir>/merged/` under `dir` (after {@link save}).
-   */
-  saveMerged(dir: string, options?: { dtype?: 'float32' | 'bfloat16' | 'float16' }): Promise<void>;
+  /** Agents (and critics and heads) in the trainer's layout: `dir/agent_i/`, critics as the trainer saves them (see SaveOptions). */
+  save(dir: string, options?: SaveOptions): Promise<void>;
+  /** Frees the trainer and the agents' and critics' models. */
   dispose(): void;
 }
 
@@ -71,19 +70,15 @@ export function criticLora(config: RunConfig): LoraSection | null {
   return c ?? config.model.lora ?? null;
 }
 
-/** Step number of a cursor: training items done since the start of the run. */
-export function cursorStep(cursor: DatasetCursor, itemsPerEpoch: number): number {
-  return cursor.epoch * itemsPerEpoch + cursor.index;
+/** Which models' merged full weights `final/` also holds (`save_merged` of `model.lora` and of the critics' LoRA). */
+export function mergedModels(config: RunConfig): { agents: boolean; critics: boolean } {
+  return { agents: config.model.lora?.save_merged === true, critics: criticLora(config)?.save_merged === true };
 }
 
-function usesSeparateCritic(config: RunConfig): boolean {
-  return config.trainer === 'collm-cc' || (config.trainer === 'collm-dc' && config.trainerConfig.use_separate_critic);
-}
-
-/** Number of agents a config asks for: `model.agents`, else `num_agents`, else the env's. */
+/** Number of agents a config asks for: `model.agents`, else the trainer's count (`num_agents`, else the env's; CentralizedMAGRPO: 1). */
 export function numAgentsOf(config: RunConfig, envAgents: number): number {
   if (config.model.agents) return config.model.agents.length;
-  return config.trainerConfig.num_agents ?? envAgents;
+  return getTrainer(config.trainer).agentCount(config.trainerConfig, envAgents);
 }
 
 /** The agents' model directories named by the config: `model.agents`, else `model.agent_model` per agent. */
@@ -100,11 +95,12 @@ export function sourcesFromConfig(config: RunConfig, numAgents: number): ModelSo
   const m = config.model;
   const agents = agentDirsFromConfig(config, numAgents);
   let critics: string[] = [];
-  if (usesSeparateCritic(config)) {
-    const count = config.trainer === 'collm-cc' ? 1 : agents.length;
+  const trainer = getTrainer(config.trainer);
+  const count = trainer.criticCount(config.trainerConfig, agents.length);
+  if (count > 0) {
     if (m.critics) {
       if (m.critics.length !== count) {
-        throw new Error(`model.critics has ${m.critics.length} entries; ${config.trainer} needs ${count} (${config.trainer === 'collm-cc' ? 'one centralized critic' : 'one per agent'})`);
+        throw new Error(`model.critics has ${m.critics.length} entries; ${config.trainer} needs ${count}${trainer.criticsHint ? ` (${trainer.criticsHint})` : ''}`);
       }
       critics = [...m.critics];
     } else {
@@ -115,9 +111,9 @@ export function sourcesFromConfig(config: RunConfig, numAgents: number): ModelSo
   return { agents, critics, heads: null };
 }
 
-/** Model directories inside a checkpoint written by {@link TrainerHandle.save} (resume). */
+/** Model directories inside a checkpoint written by {@link TrainerHandle.save} (resume): the trainer's saved layout. */
 export function sourcesFromCheckpoint(config: RunConfig, dir: string, numAgents: number): ModelSources {
-  const saved = savedDirs(config, dir, numAgents);
+  const saved = getTrainer(config.trainer).layout(config.trainerConfig, dir, numAgents);
   // LoRA checkpoints hold adapters only: the bases come from the config's model paths again.
   const bases = config.model.lora || criticLora(config) ? sourcesFromConfig(config, numAgents) : null;
   return {
@@ -127,17 +123,6 @@ export function sourcesFromCheckpoint(config: RunConfig, dir: string, numAgents:
     agentAdapters: config.model.lora ? saved.agents : null,
     criticAdapters: criticLora(config) ? saved.critics : null,
   };
-}
-
-function savedDirs(config: RunConfig, dir: string, numAgents: number): ModelSources {
-  const agents = Array.from({ length: numAgents }, (_, i) => join(dir, `agent_${i}`));
-  if (config.trainer === 'magrpo') return { agents, critics: [], heads: null };
-  if (config.trainer === 'collm-cc') return { agents, critics: [join(dir, 'critic')], heads: [join(dir, 'critic')] };
-  if (usesSeparateCritic(config)) {
-    const critics = agents.map((a) => join(a, 'critic'));
-    return { agents, critics, heads: critics };
-  }
-  return { agents, critics: [], heads: agents };
 }
 
 function chatFormat(config: RunConfig): ChatFormat | false {
@@ -151,13 +136,13 @@ function chatFormat(config: RunConfig): ChatFormat | false {
 async function loadModelDir(
   dir: string,
   what: string,
-  lora: LoadCausalLMOptions = {},
+  options: LoadCausalLMOptions = {},
 ): Promise<{ model: CausalLM; tokenizer: Awaited<ReturnType<typeof loadTokenizer>> }> {
   if (!existsSync(dir)) throw new Error(`${what}: model directory ${dir} not found (model paths are local Hugging Face directories)`);
-  if (lora.adapter !== undefined && !existsSync(lora.adapter)) throw new Error(`${what}: adapter directory ${lora.adapter} not found (the checkpoint is incomplete)`);
+  if (options.adapter !== undefined && !existsSync(options.adapter)) throw new Error(`${what}: adapter directory ${options.adapter} not found (the checkpoint is incomplete)`);
   let model: CausalLM;
   try {
-    model = await loadCausalLM(dir, lora);
+    model = await loadCausalLM(dir, options);
   } catch (err) {
     throw new Error(`${what}: ${(err as Error).message}`);
   }
@@ -191,7 +176,7 @@ export function checkMaxNewTokens(config: RunConfig, model: CausalLM, what: stri
   const maxNew = config.trainerConfig.max_new_tokens;
   const context = model.config.max_position_embeddings;
   if (typeof context !== 'number' || maxNew < context) return;
-  const key = `${config.trainer.replace('-', '_')}.max_new_tokens`;
+  const key = `${getTrainer(config.trainer).section}.max_new_tokens`;
   throw new Error(`${key} ${maxNew} does not fit the context of ${what}: its config.json max_position_embeddings is ${context}, which must hold the prompt and the completion; set ${key} below ${context}`);
 }
 
@@ -219,7 +204,7 @@ export async function loadAgents(
   const agents: Agent[] = [];
   try {
     for (let i = 0; i < dirs.length; i++) {
-      const { model, tokenizer } = await loadModelDir(dirs[i], `agent ${i}`, loraOptions(config.model.lora, adapters?.[i], config.seed, `agent_${i}`));
+      const { model, tokenizer } = await loadModelDir(dirs[i], `agent ${i}`, { ...loraOptions(config.model.lora, adapters?.[i], config.seed, `agent_${i}`), memory: memorySettingsOf(config.memory) });
       agents.push({ name: `agent_${i}`, model, tokenizer, chat });
       checkMaxNewTokens(config, model, `agent ${i} (${dirs[i]})`);
       counter?.watch(model);
@@ -229,6 +214,29 @@ export async function loadAgents(
     throw err;
   }
   return agents;
+}
+
+/**
+ * The frozen references of the reference KL, one per agent (null: none needed): `model.reference_model`,
+ * else — under full fine-tuning — each agent's starting directory from the config, never a
+ * checkpoint's, so a resumed run measures the KL to the same policy. One model per distinct
+ * directory. LoRA agents without `model.reference_model` need none: their base with the adapter off.
+ */
+export async function loadReferences(config: RunConfig, numAgents: number): Promise<(CausalLM | null)[]> {
+  if (config.trainerConfig.reference_kl_enabled !== true) return Array.from({ length: numAgents }, () => null);
+  const explicit = config.model.reference_model;
+  if (explicit === undefined && config.model.lora) return Array.from({ length: numAgents }, () => null);
+  const dirs = explicit !== undefined ? Array.from({ length: numAgents }, () => explicit) : agentDirsFromConfig(config, numAgents);
+  const loaded = new Map<string, CausalLM>();
+  try {
+    for (const dir of dirs) {
+      if (!loaded.has(dir)) loaded.set(dir, (await loadModelDir(dir, 'reference model', { memory: memorySettingsOf(config.memory) })).model);
+    }
+  } catch (err) {
+    for (const m of loaded.values()) m.dispose();
+    throw err;
+  }
+  return dirs.map((d) => loaded.get(d) ?? null);
 }
 
 /** Builds the trainer of `config` over `task` with weights from `sources`. */
@@ -242,16 +250,24 @@ export async function buildTrainer(
   const agents: Agent[] = [];
   const critics: CriticLM[] = [];
   const heads: CriticHead[] = [];
+  const references = new Set<CausalLM>();
   const cleanup = () => {
+    for (const r of references) r.dispose();
     for (const a of agents) a.model.dispose();
     for (const c of critics) c.model.dispose();
     for (const h of heads) h.dispose();
   };
   try {
     agents.push(...(await loadAgents(config, sources.agents, counter, sources.agentAdapters)));
+    const refs = await loadReferences(config, agents.length);
+    refs.forEach((reference, i) => {
+      if (reference === null) return;
+      references.add(reference);
+      agents[i] = { ...agents[i], reference };
+    });
     for (let i = 0; i < sources.critics.length; i++) {
       const lora = loraOptions(criticLora(config), sources.criticAdapters?.[i], config.seed, `critic_${i}`);
-      const { model, tokenizer } = await loadModelDir(sources.critics[i], `critic ${i}`, lora);
+      const { model, tokenizer } = await loadModelDir(sources.critics[i], `critic ${i}`, { ...lora, memory: memorySettingsOf(config.memory) });
       critics.push({ name: `critic_${i}`, model, tokenizer });
     }
     // The heads' init stream is unused here: the saved weights overwrite the init.
@@ -260,115 +276,52 @@ export async function buildTrainer(
     cleanup();
     throw err;
   }
-  const common = {
-    agents,
-    env: task.env,
-    trainTasks: task.trainTasks,
-    evalTasks: task.evalTasks,
-    evalCallbacks: task.evalCallbacks,
-    logger,
-  };
-  const epochs = config.trainerConfig.num_train_epochs;
-  const itemsPerEpoch = task.trainTasks.length;
+  const spec = getTrainer(config.trainer);
+  let trainer: RunnableTrainer;
   try {
-    if (config.trainer === 'magrpo') {
-      const t = new MAGRPOTrainer<unknown, unknown>({ ...common, config: config.trainerConfig });
-      return handle('magrpo', t, agents, critics, config, itemsPerEpoch, epochs, () => {
-        t.dispose();
-        cleanup();
-      }, (s) => t.importState(checkedState<MAGRPOStateExtra>(s)), () => t.exportState());
-    }
-    if (config.trainer === 'collm-dc') {
-      const t = new CoLLMDCTrainer<unknown, unknown>({
-        ...common,
-        config: config.trainerConfig,
-        ...(critics.length > 0 ? { critics } : {}),
-        ...(heads.length > 0 ? { criticHeads: heads } : {}),
-      });
-      return handle('collm-dc', t, agents, critics, config, itemsPerEpoch, epochs, () => {
-        // The trainer frees the heads; critic LMs and agents are ours.
-        t.dispose();
-        for (const a of agents) a.model.dispose();
-        for (const c of critics) c.model.dispose();
-      }, (s) => t.importState(checkedState<ActorCriticStateExtra>(s)), () => t.exportState());
-    }
-    if (critics.length !== 1) throw new Error(`collm-cc needs exactly one critic, got ${critics.length}`);
-    const t = new CoLLMCCTrainer<unknown, unknown>({
-      ...common,
+    trainer = spec.build({
       config: config.trainerConfig,
-      critic: critics[0],
-      ...(heads.length > 0 ? { criticHead: heads[0] } : {}),
+      agents,
+      critics,
+      heads,
+      env: task.env,
+      trainTasks: task.trainTasks,
+      evalTasks: task.evalTasks,
+      evalCallbacks: task.evalCallbacks,
+      ...(task.centralized ? { centralized: task.centralized } : {}),
+      logger,
     });
-    return handle('collm-cc', t, agents, critics, config, itemsPerEpoch, epochs, () => {
-      t.dispose();
-      for (const a of agents) a.model.dispose();
-      for (const c of critics) c.model.dispose();
-    }, (s) => t.importState(checkedState<ActorCriticStateExtra>(s)), () => t.exportState());
   } catch (err) {
     cleanup();
     throw err;
   }
+  return handleOf(config, trainer, () => {
+    // The trainer frees the heads it was given; the agents' and critics' models are ours.
+    trainer.dispose();
+    for (const a of agents) a.model.dispose();
+    for (const c of critics) c.model.dispose();
+    for (const r of references) r.dispose();
+  });
 }
 
-/**
- * A checkpoint's trainer state with its envelope checked (see parseTrainerState). Its `extra` is the
- * trainer's own data, which the trainer's `importState` checks against its agents and buffers.
- */
-function checkedState<Extra>(raw: SerializableTrainerState): TrainerState<Extra> {
-  return parseTrainerState(raw) as TrainerState<Extra>;
-}
-
-interface AnyTrainer {
-  readonly datasetCursor: DatasetCursor;
-  readonly envSteps: number;
-  train(options: { onItemEnd?: () => Promise<void>; skipFirstEval?: boolean }): Promise<void>;
-  evaluate(): Promise<{ metrics: MetricRecord; episodes: EvalEpisode<unknown, unknown>[] }>;
-  save(dir: string): Promise<unknown>;
-  writeState(dir: string): Promise<void>;
-}
-
-function handle(
-  name: TrainerName,
-  t: AnyTrainer,
-  agents: readonly Agent[],
-  critics: readonly CriticLM[],
-  config: RunConfig,
-  itemsPerEpoch: number,
-  epochs: number,
-  dispose: () => void,
-  importState: (s: SerializableTrainerState) => void,
-  exportState: () => SerializableTrainerState,
-): TrainerHandle {
+function handleOf(config: RunConfig, t: RunnableTrainer, dispose: () => void): TrainerHandle {
   return {
-    name,
-    agents,
-    itemsPerEpoch,
-    epochs,
+    name: config.trainer,
+    trainer: t,
+    agents: t.agents,
+    itemsPerEpoch: t.itemsPerEpoch,
+    epochs: config.trainerConfig.num_train_epochs,
     get cursor() {
       return t.datasetCursor;
     },
     get envSteps() {
       return t.envSteps;
     },
-    train: (onItemEnd, options) => t.train({ onItemEnd, ...options }),
-    evaluate: async () => {
-      const r = await t.evaluate();
-      return { metrics: r.metrics, episodes: r.episodes };
-    },
-    exportState,
+    train: (options) => t.train(options),
+    evaluate: () => t.evaluate(),
     writeState: (dir) => t.writeState(dir),
-    importState,
-    save: async (dir) => {
-      await t.save(dir);
-    },
-    saveMerged: async (dir, options) => {
-      if (config.model.lora?.save_merged) {
-        for (let i = 0; i < agents.length; i++) await agents[i].model.saveMerged?.(join(dir, `agent_${i}`, 'merged'), options);
-      }
-      if (criticLora(config)?.save_merged) {
-        const saved = savedDirs(config, dir, agents.length).critics;
-        for (let i = 0; i < critics.length; i++) await critics[i].model.saveMerged?.(join(saved[i], 'merged'), options);
-      }
+    save: async (dir, options) => {
+      await t.save(dir, options);
     },
     dispose,
   };

@@ -14,6 +14,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { installStaged, runSetup, SetupError } from './setup-common.mjs';
 
 /** Everything this script fetches, pinned. The wheel's hash is PyPI's published sha256. */
 export const PINS = Object.freeze({
@@ -35,13 +36,10 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(here, '..');
 const BASE = path.join(ROOT, '.tensorflow');
 const TARGET = path.join(BASE, 'cpu');
-const LOCK = path.join(BASE, '.setup.lock');
 const TAG = '[setup:tensorflow]';
 // Only these parts of the wheel are needed: the two libraries and the C API headers they include.
 const LIBS = ['tensorflow/libtensorflow_cc.so.2', 'tensorflow/libtensorflow_framework.so.2'];
 const HEADER_DIRS = ['tensorflow/c/', 'tensorflow/core/platform/', 'tsl/', 'xla/tsl/c/'];
-
-class SetupError extends Error {}
 
 const log = (line) => console.log(`${TAG} ${line}`);
 const fail = (msg) => {
@@ -243,28 +241,6 @@ for n in names:
 print('%s extracted %d files' % (sys.argv[5], len(names)), flush=True)
 `;
 
-function takeLock() {
-  fs.mkdirSync(BASE, { recursive: true });
-  try {
-    fs.writeFileSync(LOCK, String(process.pid), { flag: 'wx' });
-  } catch {
-    const other = Number(fs.readFileSync(LOCK, 'utf8'));
-    let alive = false;
-    try {
-      process.kill(other, 0);
-      alive = other !== process.pid;
-    } catch {
-      alive = false;
-    }
-    if (alive) fail(`another setup (pid ${other}) is running on ${BASE}; wait for it or stop it.`);
-    fs.writeFileSync(LOCK, String(process.pid));
-  }
-  // Leftovers of an interrupted run (its process is gone: we hold the lock now).
-  for (const name of fs.readdirSync(BASE)) {
-    if (name.startsWith('.stage-') || name.startsWith('.old-')) fs.rmSync(path.join(BASE, name), { recursive: true, force: true });
-  }
-}
-
 async function build(tools, stage) {
   const t0 = Date.now();
   const wheelDir = path.join(stage, 'wheel');
@@ -351,50 +327,9 @@ async function main() {
     return;
   }
   const tools = preflight();
-  takeLock();
-  const stage = path.join(BASE, `.stage-${process.pid}`);
-  const cleanup = () => {
-    fs.rmSync(stage, { recursive: true, force: true });
-    try {
-      if (fs.readFileSync(LOCK, 'utf8') === String(process.pid)) fs.rmSync(LOCK, { force: true });
-    } catch {
-      // lock already gone
-    }
-  };
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-    process.on(sig, () => {
-      running?.kill('SIGKILL');
-      console.error(`${TAG} interrupted; removed the partial build, nothing was installed`);
-      cleanup();
-      process.exit(130);
-    });
-  }
-  try {
-    fs.mkdirSync(stage, { recursive: true });
-    await build(tools, stage);
-    // Swap in atomically: the old install (if any) is moved aside, then removed.
-    const old = path.join(BASE, `.old-${process.pid}`);
-    if (fs.existsSync(TARGET)) fs.renameSync(TARGET, old);
-    try {
-      fs.renameSync(stage, TARGET);
-    } catch (err) {
-      if (fs.existsSync(old)) fs.renameSync(old, TARGET);
-      throw err;
-    }
-    fs.rmSync(old, { recursive: true, force: true });
-  } finally {
-    cleanup();
-  }
+  await installStaged({ base: BASE, target: TARGET, tag: TAG, build: (stage) => build(tools, stage), stopChild: () => running?.kill('SIGKILL') });
   log(`done in ${Math.round((Date.now() - t0) / 1000)} s: backend 'tensorflow' installed in ${path.relative(process.cwd(), TARGET) || TARGET}`);
   log("use it with COMLRL_BACKEND=tensorflow (or backend: tensorflow in a config; 'auto', the default, now picks it)");
 }
 
-main().catch((err) => {
-  if (err instanceof SetupError) {
-    console.error(`${TAG} error: ${err.message}`);
-    console.error(`${TAG} nothing was installed or changed.`);
-  } else {
-    console.error(`${TAG} unexpected failure: ${err?.stack ?? err}`);
-  }
-  process.exit(1);
-});
+runSetup(TAG, main);

@@ -13,6 +13,7 @@ import { spawn, spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
+import { installStaged, runSetup, SetupError } from './setup-common.mjs';
 
 /** The pip fallback. Through /opt/wheels-style find-links or the PyTorch CPU index this is
  * 2.13.0+cpu; note that on the public PyPI the Linux `torch==2.13.0` is the CUDA build. */
@@ -22,13 +23,10 @@ const here = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(here, '..');
 const BASE = path.join(ROOT, '.torch');
 const TARGET = path.join(BASE, 'build');
-const LOCK = path.join(BASE, '.setup.lock');
 const SOURCE = path.join(ROOT, 'native', 'torch', 'comlrl_torch.cc');
 const ADDON = 'comlrl_torch.node';
 const TORCH_BACKEND_JS = path.join(ROOT, 'dist', 'src', 'backend', 'torch', 'index.js');
 const TAG = '[setup:torch]';
-
-class SetupError extends Error {}
 
 const log = (line) => console.log(`${TAG} ${line}`);
 const fail = (msg) => {
@@ -293,28 +291,6 @@ function manifestMatches(m, opts) {
   return probeTorch(opts.python).info?.dir === m.torch.dir;
 }
 
-function takeLock() {
-  fs.mkdirSync(BASE, { recursive: true });
-  try {
-    fs.writeFileSync(LOCK, String(process.pid), { flag: 'wx' });
-  } catch {
-    const other = Number(fs.readFileSync(LOCK, 'utf8'));
-    let alive = false;
-    try {
-      process.kill(other, 0);
-      alive = other !== process.pid;
-    } catch {
-      alive = false;
-    }
-    if (alive) fail(`another setup (pid ${other}) is running on ${BASE}; wait for it or stop it.`);
-    fs.writeFileSync(LOCK, String(process.pid));
-  }
-  // Leftovers of an interrupted run (its process is gone: we hold the lock now).
-  for (const name of fs.readdirSync(BASE)) {
-    if (name.startsWith('.stage-') || name.startsWith('.old-')) fs.rmSync(path.join(BASE, name), { recursive: true, force: true });
-  }
-}
-
 async function build(tools, opts, stage, t0) {
   let info;
   let importable = true;
@@ -381,56 +357,23 @@ async function main() {
   }
   const tools = preflight(opts);
   if (tools.source === 'python') checkCuda(tools.info, opts);
-  takeLock();
-  const stage = path.join(BASE, `.stage-${process.pid}`);
-  const cleanup = () => {
-    fs.rmSync(stage, { recursive: true, force: true });
-    try {
-      if (fs.readFileSync(LOCK, 'utf8') === String(process.pid)) fs.rmSync(LOCK, { force: true });
-    } catch {
-      // lock already gone
-    }
-  };
-  for (const sig of ['SIGINT', 'SIGTERM', 'SIGHUP']) {
-    process.on(sig, () => {
+  const built = await installStaged({
+    base: BASE,
+    target: TARGET,
+    tag: TAG,
+    build: (stage) => build(tools, opts, stage, t0),
+    stopChild: () => {
+      // The child's whole process group (python3 may be a wrapper, e.g. a pyenv shim).
       try {
         if (running) process.kill(-running.pid, 'SIGKILL');
       } catch {
         // already gone
       }
-      console.error(`${TAG} interrupted; removed the partial build, nothing was installed`);
-      cleanup();
-      process.exit(130);
-    });
-  }
-  let built;
-  try {
-    fs.mkdirSync(stage, { recursive: true });
-    built = await build(tools, opts, stage, t0);
-    // Swap in: the old install (if any) is moved aside, then removed.
-    const old = path.join(BASE, `.old-${process.pid}`);
-    if (fs.existsSync(TARGET)) fs.renameSync(TARGET, old);
-    try {
-      fs.renameSync(stage, TARGET);
-    } catch (err) {
-      if (fs.existsSync(old)) fs.renameSync(old, TARGET);
-      throw err;
-    }
-    fs.rmSync(old, { recursive: true, force: true });
-  } finally {
-    cleanup();
-  }
+    },
+  });
   log(`done in ${Math.round((Date.now() - t0) / 1000)} s: backend 'torch' installed in ${shown}`);
   if (built.torch.source === 'pip' && built.torch.importable) log(`Python can use this torch with PYTHONPATH=${path.join(TARGET, 'site')}`);
   log("use it with COMLRL_BACKEND=torch (or backend: torch in a config)");
 }
 
-main().catch((err) => {
-  if (err instanceof SetupError) {
-    console.error(`${TAG} error: ${err.message}`);
-    console.error(`${TAG} nothing was installed or changed.`);
-  } else {
-    console.error(`${TAG} unexpected failure: ${err?.stack ?? err}`);
-  }
-  process.exit(1);
-});
+runSetup(TAG, main);

@@ -16,9 +16,9 @@ import { loadCausalLM } from '../src/model/load.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { rngFor } from '../src/util/rng.js';
 import { ToyCoordEnv, toyTasks, toyWords } from '../envs/toy/index.js';
-import { parseCoLLMCCConfig, parseCoLLMDCConfig } from '../trainers/actor-critic-config.js';
-import { CoLLMCCTrainer } from '../trainers/collm-cc.js';
-import { CoLLMDCTrainer } from '../trainers/collm-dc.js';
+import { parseCoLLMCCConfig, parseCoLLMDCConfig } from '../trainers/collm/config.js';
+import { CoLLMCCTrainer } from '../trainers/collm/centralized.js';
+import { CoLLMDCTrainer } from '../trainers/collm/decentralized.js';
 import { disposeCritics, toyCritics } from './collm-helpers.js';
 import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
 

@@ -24,12 +24,12 @@ import {
   comlrl136,
   parseCoLLMCCConfig,
   parseCoLLMDCConfig,
-} from '../trainers/actor-critic-config.js';
-import { CoLLMCCTrainer } from '../trainers/collm-cc.js';
-import { CoLLMDCTrainer } from '../trainers/collm-dc.js';
-import { actorObjective, actorStep, behaviourLogProbs, type ActorRow } from '../trainers/common/actor-critic.js';
-import { encodePrompt } from '../trainers/common/generation.js';
-import { bootstrapTargets, estimates } from '../trainers/common/ac-run.js';
+} from '../trainers/collm/config.js';
+import { CoLLMCCTrainer } from '../trainers/collm/centralized.js';
+import { CoLLMDCTrainer } from '../trainers/collm/decentralized.js';
+import { actorObjective, actorStep, behaviourLogProbs, type ActorRow } from '../trainers/collm/steps.js';
+import { encodePrompt } from '../trainers/core/generation.js';
+import { bootstrapTargets, estimates } from '../trainers/collm/run.js';
 import { ACTOR_CRITIC_PRESET_NAMES, actorCriticPreset } from '../trainers/presets.js';
 import { disposeCritics, toyCritics } from './collm-helpers.js';
 import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';

@@ -13,7 +13,7 @@ import { ValueModel, type CriticLM } from '../src/critic/value-model.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { createRng, rngFor } from '../src/util/rng.js';
 import { ToyCoordEnv, toyCues, toyWords } from '../envs/toy/index.js';
-import { criticStep } from '../trainers/common/actor-critic.js';
+import { criticStep } from '../trainers/collm/steps.js';
 import { tinyCritic } from './collm-helpers.js';
 import { tempDir } from './magrpo-helpers.js';
 

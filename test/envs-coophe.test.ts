@@ -1,8 +1,8 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { runEpisode, stepMany } from '../src/decpomdp/index.js';
 import { COOPHE_PAPER_REWARD_SHIFT, CoopHEEnv } from '../envs/index.js';
 import { CoopHERewardRunner } from '../rewards/coophe/index.js';
+import { readSharedJson, sharedOrSkip } from './shared-fixtures.js';
 
 interface Case {
   name: string;
@@ -22,13 +22,16 @@ interface FollowUp {
   aux_prompt: string;
   main_prompt: string;
 }
-// Reference vectors live in ../shared (never committed here); the problem text comes with them.
-const vectors = JSON.parse(readFileSync(new URL('../../shared/vectors/coophe.json', import.meta.url), 'utf8')) as {
+interface Vectors {
   cases: Case[];
   prompts: { first_turn_prompts: Record<string, { aux: string; main: string }>; followup_prompts: FollowUp[] };
-};
-const vCase = (name: string) => vectors.cases.find((c) => c.name === name)!;
-const vFollow = (name: string, mode: string) => vectors.prompts.followup_prompts.find((f) => f.case === name && f.mode === mode)!;
+}
+// Reference vectors live in the shared folder (never committed here: their CoopHumanEval problem
+// text has no licence); without it the episode test skips and the test-written problems still run.
+const shared = readSharedJson<Vectors>(
+  'vectors/coophe.json',
+  "a 2-turn CoopHEEnv episode against the original Python's first-turn prompts, level_feedback follow-ups and rewards",
+);
 const rowOf = (c: Case) => ({ task_id: c.task_id, prompt: c.prompt, test: c.test, entry_point: c.entry_point });
 
 // A small problem written for these tests.
@@ -45,7 +48,10 @@ const MAIN_FULL = 'def add_one(x):\n    y = aux(x)\n    z = y\n    return z\n';
 const runner = new CoopHERewardRunner({ concurrency: 4 });
 
 describe('CoopHEEnv', () => {
-  it('a full 2-turn episode: vector prompts, level_feedback follow-ups, rewards with the paper shift', async () => {
+  it('a full 2-turn episode: vector prompts, level_feedback follow-ups, rewards with the paper shift', async (ctx) => {
+    const vectors = sharedOrSkip(shared, ctx);
+    const vCase = (name: string) => vectors.cases.find((c) => c.name === name)!;
+    const vFollow = (name: string, mode: string) => vectors.prompts.followup_prompts.find((f) => f.case === name && f.mode === mode)!;
     const env = new CoopHEEnv({ runner, rewardShift: COOPHE_PAPER_REWARD_SHIFT });
     expect(env.horizon).toBe(2);
     const first = vCase('all_tests_fail_uses_aux');

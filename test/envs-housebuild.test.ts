@@ -1,9 +1,9 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { loadHouseBuildTasks } from '../src/data/index.js';
 import { runEpisode, type CoMLRLState } from '../src/decpomdp/index.js';
 import type { HouseBuildTask } from '../src/data/schemas.js';
 import { HOUSEBUILD_PAPER_REWARD_SHIFT, HouseBuildEnv } from '../envs/index.js';
+import { readFixtureJson } from './shared-fixtures.js';
 
 interface FollowUp {
   scenario: string;
@@ -17,13 +17,14 @@ interface RewardCase {
   agent2: string;
   expected_reward: number;
 }
-const vectors = JSON.parse(readFileSync(new URL('../../shared/vectors/housebuild.json', import.meta.url), 'utf8')) as {
+// A committed copy of ../shared/vectors/housebuild.json (MIT; test/fixtures/housebuild/NOTICE.md).
+const vectors = readFixtureJson<{
   cases: RewardCase[];
   prompts: {
     first_turn_prompts_no_chat_template: Record<string, { agent1: string; agent2: string }>;
     followup_prompts_0002: FollowUp[];
   };
-};
+}>('housebuild/vectors.json');
 const followUp = (scenario: string, mode: string) =>
   vectors.prompts.followup_prompts_0002.find((f) => f.scenario === scenario && f.mode === mode)!;
 const perfect = vectors.cases.find((c) => c.name === 'perfect_fit_with_kill')!;

@@ -1,6 +1,6 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { TLDREnv, TLDR_MAX_REWARD } from '../envs/index.js';
+import { readFixtureJson } from './shared-fixtures.js';
 
 interface TLDRCase {
   name: string;
@@ -8,7 +8,8 @@ interface TLDRCase {
   completion2: string;
   expected_reward: number;
 }
-const vectors = JSON.parse(readFileSync(new URL('../../shared/vectors/tldr.json', import.meta.url), 'utf8')) as { cases: TLDRCase[] };
+// A committed copy of ../shared/vectors/tldr.json (test/fixtures/tldr/NOTICE.md).
+const vectors = readFixtureJson<{ cases: TLDRCase[] }>('tldr/vectors.json');
 
 const row = { prompt: 'SUBREDDIT: r/test TITLE: a title POST: a post body' };
 

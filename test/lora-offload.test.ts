@@ -4,9 +4,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
-import { configureMemory, DEFAULT_MEMORY_SETTINGS, offloadsFrozenLayers, planMicroBatches } from '../src/memory/index.js';
+import { offloadsFrozenLayers, planMicroBatches } from '../src/memory/index.js';
 import { createTinyModel, loadCausalLM, loraSectionSchema, loraSettings, type TfCausalLM } from '../src/model/index.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { backendUnderTest } from './backend-under-test.js';
@@ -39,22 +39,17 @@ beforeAll(async () => {
   await createTinyModel({ dir: residentDir, ...shape });
   fs.cpSync(residentDir, offloadDir, { recursive: true });
 });
-afterEach(() => {
-  configureMemory({ offloadFrozenLayers: DEFAULT_MEMORY_SETTINGS.offloadFrozenLayers });
-});
 afterAll(() => {
   setBackendLogger((l) => console.error(l));
   fs.rmSync(tmp, { recursive: true, force: true });
 });
 
 async function loadPair(): Promise<{ resident: TfCausalLM; offloaded: TfCausalLM; residentBytes: number; offloadedBytes: number }> {
-  configureMemory({ offloadFrozenLayers: false });
   let before = tf.memory().numBytes;
-  const resident = await loadCausalLM(residentDir, { lora: { settings: settings(), seed: 'pair' } });
+  const resident = await loadCausalLM(residentDir, { lora: { settings: settings(), seed: 'pair' }, memory: { offloadFrozenLayers: false } });
   const residentBytes = tf.memory().numBytes - before;
-  configureMemory({ offloadFrozenLayers: true });
   before = tf.memory().numBytes;
-  const offloaded = await loadCausalLM(offloadDir, { lora: { settings: settings(), seed: 'pair' } });
+  const offloaded = await loadCausalLM(offloadDir, { lora: { settings: settings(), seed: 'pair' }, memory: { offloadFrozenLayers: true } });
   const offloadedBytes = tf.memory().numBytes - before;
   return { resident, offloaded, residentBytes, offloadedBytes };
 }
@@ -124,9 +119,8 @@ describe('a frozen base with offloaded layers', () => {
   }, 60_000);
 
   it('keeps the tensor count flat over 100 training steps, and frees everything with the model', async () => {
-    configureMemory({ offloadFrozenLayers: true });
     const before = tf.memory().numTensors;
-    const model = await loadCausalLM(offloadDir, { lora: { settings: settings(), seed: 'flat' } });
+    const model = await loadCausalLM(offloadDir, { lora: { settings: settings(), seed: 'flat' }, memory: { offloadFrozenLayers: true } });
     const vars = model.trainableVariables();
     const opt = new AdamW(vars, { lr: 1e-2 });
     const step = () => {
@@ -152,18 +146,17 @@ describe('a frozen base with offloaded layers', () => {
     try {
       const rows = [0, 1];
       const size = () => ({ width: 8, scored: 3 });
-      planMicroBatches(offloaded, rows, size, { label: 'scoring', backward: true });
+      const plan = planMicroBatches(offloaded, rows, size, { label: 'scoring', backward: true, memory: offloaded.memory });
       // The default budget is ample: recomputation comes from the offload alone.
-      expect(offloaded.memory.recompute).toBe(true);
+      expect(plan.pass.recompute).toBe(true);
       // The least free memory a forward pass is planned with: one layer's uploads more when offloaded.
       const leastFree = (model: TfCausalLM): number => {
         let lo = 0;
         let hi = 64 * 2 ** 20;
         while (hi - lo > 1) {
           const mid = Math.floor((lo + hi) / 2);
-          configureMemory({ budgetBytes: tf.memory().numBytes + mid });
           try {
-            planMicroBatches(model, rows, size, { label: 'scoring', backward: false });
+            planMicroBatches(model, rows, size, { label: 'scoring', backward: false, memory: { ...model.memory, budgetBytes: tf.memory().numBytes + mid } });
             hi = mid;
           } catch {
             lo = mid;
@@ -174,7 +167,6 @@ describe('a frozen base with offloaded layers', () => {
       const diff = leastFree(offloaded) - leastFree(resident);
       expect(Math.abs(diff - LAYER_LINEAR_BYTES)).toBeLessThan(0.1 * LAYER_LINEAR_BYTES);
     } finally {
-      configureMemory({ budgetBytes: null });
       resident.dispose();
       offloaded.dispose();
     }
@@ -183,17 +175,11 @@ describe('a frozen base with offloaded layers', () => {
 
 describe("memory.offload_frozen_layers: 'auto'", () => {
   it('offloads on wasm when the layers take over a quarter of the budget, never on other backends', () => {
-    configureMemory({ budgetBytes: 4 * GiB });
-    try {
-      expect(offloadsFrozenLayers(1.01 * GiB, 'wasm')).toBe(true);
-      expect(offloadsFrozenLayers(0.99 * GiB, 'wasm')).toBe(false);
-      expect(offloadsFrozenLayers(3 * GiB, 'tensorflow')).toBe(false);
-      configureMemory({ offloadFrozenLayers: true });
-      expect(offloadsFrozenLayers(1, 'tensorflow')).toBe(true);
-      configureMemory({ offloadFrozenLayers: false });
-      expect(offloadsFrozenLayers(3 * GiB, 'wasm')).toBe(false);
-    } finally {
-      configureMemory({ budgetBytes: null });
-    }
+    const auto = { offloadFrozenLayers: 'auto' as const, budgetBytes: 4 * GiB };
+    expect(offloadsFrozenLayers(1.01 * GiB, auto, 'wasm')).toBe(true);
+    expect(offloadsFrozenLayers(0.99 * GiB, auto, 'wasm')).toBe(false);
+    expect(offloadsFrozenLayers(3 * GiB, auto, 'tensorflow')).toBe(false);
+    expect(offloadsFrozenLayers(1, { ...auto, offloadFrozenLayers: true }, 'tensorflow')).toBe(true);
+    expect(offloadsFrozenLayers(3 * GiB, { ...auto, offloadFrozenLayers: false }, 'wasm')).toBe(false);
   });
 });

@@ -1,17 +1,34 @@
 /**
- * Learning: with a fixed seed, MAGRPO on the single-turn toy coordination task raises the mean
- * (sampled) eval reward of two tiny random-init agents far above its start and above what a uniform
- * random policy gets (toyRandomBaseline = 16/225 ≈ 0.071). The mutation (agents that never update:
- * learning rate 0) runs the same rollouts and must stay under the same bars.
+ * MAGRPO learns the single-turn toy coordination task (envs/toy: both agents see a cue and must say
+ * the same one of its two answers), and its mutation — every advantage sign-flipped
+ * (SignFlippedMAGRPOTrainer) — does not.
+ *
+ * Runs: two tiny word-level qwen3 agents (hidden 32, 1 layer) per seed, K = 8, one word per
+ * completion at temperature 1, learning rate 3e-3, 14 epochs of the 16 training tasks. The figure
+ * is the trained policies' exact expected reward over the four cues (test/exact-eval.ts: no
+ * sampling noise), so the spread is the seeds' alone.
+ *
+ * The bar: the learning runs' mean over seeds 0–2 minus 3 standard errors must reach BAR, the
+ * mutation's mean plus 3 standard errors must stay below it (so the two means are more than 3
+ * standard errors of their difference apart), and BAR is above uniform random play
+ * (toyRandomBaseline = 16/225 ≈ 0.071). Measured on wasm:
+ *   learning: 0.938, 0.877, 0.971 (mean 0.928, SE 0.028: mean − 3 SE = 0.845)
+ *   sign-flipped: 0.003, 0.004, 0.004 (mean + 3 SE = 0.005)
+ *   untrained: 0.042, 0.043, 0.042
  */
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
 import { initBackend } from '../src/backend/init.js';
 import type { Agent } from '../src/decpomdp/agent.js';
-import { ToyCoordEnv, toyRandomBaseline, toyTasks, toyTrainTasks, toyWords } from '../envs/toy/index.js';
-import { MAGRPOTrainer } from '../trainers/magrpo.js';
-import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
+import { ToyCoordEnv, toyEvalTasks, toyRandomBaseline, toyTrainTasks, toyWords } from '../envs/toy/index.js';
+import { MAGRPOTrainer } from '../trainers/magrpo/trainer.js';
+import { agentsPolicy, exactEpisodeValue, lowerBound, meanAndSE, uniformPolicy, upperBound } from './exact-eval.js';
+import { disposeAgents, SignFlippedMAGRPOTrainer, tempDir, tinyAgents } from './magrpo-helpers.js';
 import { backendUnderTest } from './backend-under-test.js';
+
+const SEEDS = [0, 1, 2];
+const BAR = 0.5;
+const EPISODE = { numTurns: 1, discount: 1, earlyTerminationThreshold: null } as const;
 
 let cleanup: () => Promise<void>;
 let dir: string;
@@ -24,23 +41,18 @@ afterAll(async () => {
   await cleanup();
 });
 
-const SEEDS = [0, 1];
-
-/**
- * Eval rewards of one MAGRPO run (once per epoch and after training) and its seconds: trainer seed
- * `seed`, fresh agents initialised from seeds 2·seed + 1 and 2·seed + 2.
- */
-async function run(seed: number, agentLearningRate: number): Promise<{ evalReward: number[]; seconds: number }> {
-  const agents: Agent[] = await tinyAgents(join(dir, `s${seed}-lr${agentLearningRate}`), [
+/** The trained policies' exact expected reward after one run (fresh agents from seeds 2·seed + 1, 2·seed + 2). */
+async function run(seed: number, flipped: boolean): Promise<number> {
+  const agents: Agent[] = await tinyAgents(join(dir, `s${seed}-${flipped ? 'flipped' : 'learn'}`), [
     { name: 'a0', arch: 'qwen3', seed: 2 * seed + 1, words: [...toyWords], hiddenSize: 32, numLayers: 1 },
     { name: 'a1', arch: 'qwen3', seed: 2 * seed + 2, words: [...toyWords], hiddenSize: 32, numLayers: 1 },
   ]);
-  const evalReward: number[] = [];
-  const trainer = new MAGRPOTrainer({
+  const env = new ToyCoordEnv();
+  const Trainer = flipped ? SignFlippedMAGRPOTrainer : MAGRPOTrainer;
+  const trainer = new Trainer({
     agents,
-    env: new ToyCoordEnv(),
+    env,
     trainTasks: toyTrainTasks, // 16 items, each cue 4 times
-    evalTasks: toyTasks(16, 'eval'),
     config: {
       num_turns: 1,
       num_generations: 8,
@@ -49,48 +61,43 @@ async function run(seed: number, agentLearningRate: number): Promise<{ evalRewar
       temperature: 1,
       top_p: 1,
       top_k: null,
-      agent_learning_rate: agentLearningRate,
+      agent_learning_rate: 3e-3,
       num_train_epochs: 14,
-      eval_interval: 16, // once per epoch, before its first item
-      eval_num_samples: 16,
-      eval_batch_size: 16,
+      eval_interval: 0,
       logging_steps: 1_000_000,
       seed,
-    },
-    logger: {
-      log: (_step, m) => {
-        const r = m['eval/turn_1/mean_reward'];
-        if (r !== undefined) evalReward.push(r);
-      },
     },
   });
   const t0 = performance.now();
   try {
+    const before = await exactEpisodeValue(env, toyEvalTasks, agentsPolicy(agents), EPISODE);
     await trainer.train();
-    await trainer.evaluate();
+    const after = await exactEpisodeValue(env, toyEvalTasks, agentsPolicy(agents), EPISODE);
+    console.log(`MAGRPO toy seed ${seed}${flipped ? ' (sign-flipped)' : ''}: exact expected reward ${before.finalReward.toFixed(3)} → ${after.finalReward.toFixed(3)} [${((performance.now() - t0) / 1000).toFixed(1)} s]`);
+    return after.finalReward;
   } finally {
     trainer.dispose();
     disposeAgents(agents);
   }
-  return { evalReward, seconds: (performance.now() - t0) / 1000 };
 }
 
-test.each(SEEDS)('MAGRPO learns the toy coordination task (seed %i)', async (seed) => {
-  const { evalReward, seconds } = await run(seed, 3e-3);
-  const start = evalReward[0];
-  const end = evalReward[evalReward.length - 1];
-  console.log(`MAGRPO toy seed ${seed}: eval reward ${evalReward.map((r) => r.toFixed(2)).join(' ')} in ${seconds.toFixed(1)} s`);
-  // Measured on wasm: seed 0 0.00 → 1.00 (both agents agree on an answer for every cue), seed 1 0.00 → 0.83;
-  // with learning rate 0 both stay at 0.00.
-  expect(start).toBeLessThan(0.1);
-  expect(end - start).toBeGreaterThanOrEqual(0.5);
-  expect(end).toBeGreaterThan(toyRandomBaseline + 0.5);
+test('the exact evaluation gives uniform random play its closed form', async () => {
+  const u = await exactEpisodeValue(new ToyCoordEnv(), toyEvalTasks, uniformPolicy(toyWords), EPISODE);
+  expect(u.finalReward).toBeCloseTo(toyRandomBaseline, 12);
+  expect(BAR).toBeGreaterThan(toyRandomBaseline);
 });
 
-test.each(SEEDS)('mutation: agents that never update (learning rate 0) stay under the same bars (seed %i)', async (seed) => {
-  const { evalReward } = await run(seed, 0);
-  const start = evalReward[0];
-  const end = evalReward[evalReward.length - 1];
-  console.log(`MAGRPO toy seed ${seed}, learning rate 0: eval reward ${evalReward.map((r) => r.toFixed(2)).join(' ')}`);
-  expect(end - start < 0.5 || end <= toyRandomBaseline + 0.5).toBe(true);
-});
+test(`MAGRPO learns the toy coordination task: mean − 3 SE over seeds ${SEEDS.join(', ')} ≥ ${BAR}`, async () => {
+  const finals: number[] = [];
+  for (const seed of SEEDS) finals.push(await run(seed, false));
+  console.log(`learning: ${JSON.stringify(meanAndSE(finals))}, mean − 3 SE = ${lowerBound(finals).toFixed(3)}`);
+  expect(lowerBound(finals)).toBeGreaterThanOrEqual(BAR);
+}, 600_000);
+
+test(`mutation: with every advantage sign-flipped each seed, and mean + 3 SE, stay below ${BAR}`, async () => {
+  const finals: number[] = [];
+  for (const seed of SEEDS) finals.push(await run(seed, true));
+  console.log(`sign-flipped: ${JSON.stringify(meanAndSE(finals))}, mean + 3 SE = ${upperBound(finals).toFixed(3)}`);
+  for (const f of finals) expect(f).toBeLessThan(BAR);
+  expect(upperBound(finals)).toBeLessThan(BAR);
+}, 600_000);

@@ -1,7 +1,6 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configureMemory, DEFAULT_MEMORY_SETTINGS } from '../src/memory/index.js';
 import { createTinyModel } from '../src/model/tiny.js';
 import { cli, tempDir } from './cli-helpers.js';
 
@@ -20,7 +19,6 @@ beforeAll(async () => {
   await createTinyModel({ dir: model, arch: 'qwen3', seed: 0, tokenizer: 'bpe', hiddenSize: 64, numLayers: 2 });
 });
 afterAll(async () => {
-  configureMemory({ ...DEFAULT_MEMORY_SETTINGS });
   await cleanup();
 });
 

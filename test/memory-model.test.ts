@@ -7,6 +7,7 @@ import { initBackend, setBackendLogger } from '../src/backend/index.js';
 import { backendUnderTest, backendsUnderTest } from './backend-under-test.js';
 import { createTinyModel, loadCausalLM, type TfCausalLM } from '../src/model/index.js';
 import { chunkedTokenLogProbs, type HeadWeight } from '../src/model/lm-head.js';
+import type { PassMemory } from '../src/model/types.js';
 
 // The memory-bounding paths (attention in query blocks with a recomputing gradient, vocabulary
 // logits in row chunks, per-layer recomputation) must give the loss and gradients of the plain
@@ -17,10 +18,12 @@ const PROMPTS = [[3, 8, 1, 17, 2, 9, 30], [12], [4, 4, 9, 20, 7]];
 const COMPLETIONS = [[5, 6, 2, 11, 40, 41], [9, 9], [1]];
 const HUGE = 1 << 30;
 
-function lossAndGrads(model: TfCausalLM): { loss: number; grads: Map<string, Float32Array> } {
+const ONE_SHOT: PassMemory = { attentionBlockBytes: HUGE, logitsChunkBytes: HUGE, recompute: false };
+
+function lossAndGrads(model: TfCausalLM, pass: PassMemory): { loss: number; grads: Map<string, Float32Array> } {
   const vars = model.trainableVariables();
   const { value, grads } = tf.variableGrads(
-    () => tf.tidy(() => tf.sum(tf.mul(model.scoreCompletions(PROMPTS, COMPLETIONS).tokenLogProbs, tf.tensor1d([1, -0.5, 2]).reshape([3, 1])))) as tf.Scalar,
+    () => tf.tidy(() => tf.sum(tf.mul(model.scoreCompletions(PROMPTS, COMPLETIONS, pass).tokenLogProbs, tf.tensor1d([1, -0.5, 2]).reshape([3, 1])))) as tf.Scalar,
     vars,
   );
   const out = new Map<string, Float32Array>();
@@ -60,12 +63,11 @@ for (const backend of backendsUnderTest(['wasm', 'cpu'])) {
       tf.tidy(() => {
         for (const v of model.trainableVariables()) if (v.shape.length === 2) v.assign(tf.mul(v, 10));
       });
-      model.memory = { attentionBlockBytes: HUGE, logitsChunkBytes: HUGE, recompute: false };
-      reference = lossAndGrads(model);
+      reference = lossAndGrads(model, ONE_SHOT);
     });
     afterAll(() => model.dispose());
 
-    const cases = {
+    const cases: Record<string, PassMemory> = {
       'attention in 1-query blocks': { attentionBlockBytes: 1, logitsChunkBytes: HUGE, recompute: false },
       'logits in 1-row chunks': { attentionBlockBytes: HUGE, logitsChunkBytes: 1, recompute: false },
       'per-layer recomputation': { attentionBlockBytes: HUGE, logitsChunkBytes: HUGE, recompute: true },
@@ -73,9 +75,8 @@ for (const backend of backendsUnderTest(['wasm', 'cpu'])) {
     };
     for (const [name, memory] of Object.entries(cases)) {
       it(`${name}: loss and every gradient within 1e-5 relative`, () => {
-        model.memory = memory;
         const before = tf.memory().numTensors;
-        const got = lossAndGrads(model);
+        const got = lossAndGrads(model, memory);
         expect(tf.memory().numTensors).toBe(before);
         expect(Math.abs(got.loss - reference.loss)).toBeLessThanOrEqual(1e-5 * Math.abs(reference.loss));
         for (const [k, g] of reference.grads) expect(relErr(got.grads.get(k)!, g), k).toBeLessThan(1e-5);
@@ -107,24 +108,21 @@ describe('memory-bounded passes with LoRA adapters (dropout on)', () => {
       for (const v of model.trainableVariables()) v.assign(tf.randomNormal(v.shape, 0, 0.3, 'float32', v.size));
     });
     lora = (model.decoder as unknown as { lora: { dropoutPasses: number } }).lora;
-    model.memory = { attentionBlockBytes: HUGE, logitsChunkBytes: HUGE, recompute: false };
     lora.dropoutPasses = 10;
-    reference = lossAndGrads(model);
+    reference = lossAndGrads(model, ONE_SHOT);
   });
   afterAll(() => model.dispose());
 
   it('recomputed layers with dropout give the same loss and adapter gradients within 1e-5', () => {
-    model.memory = { attentionBlockBytes: 1, logitsChunkBytes: 1, recompute: true };
     lora.dropoutPasses = 10;
-    const got = lossAndGrads(model);
+    const got = lossAndGrads(model, { attentionBlockBytes: 1, logitsChunkBytes: 1, recompute: true });
     expect(Math.abs(got.loss - reference.loss)).toBeLessThanOrEqual(1e-5 * Math.abs(reference.loss));
     for (const [k, g] of reference.grads) expect(relErr(got.grads.get(k)!, g), k).toBeLessThan(1e-5);
   });
 
   it('another dropout pass gives other gradients (the masks matter)', () => {
-    model.memory = { attentionBlockBytes: HUGE, logitsChunkBytes: HUGE, recompute: false };
     lora.dropoutPasses = 11;
-    const got = lossAndGrads(model);
+    const got = lossAndGrads(model, ONE_SHOT);
     expect(Math.abs(got.loss - reference.loss)).toBeGreaterThan(1e-3 * Math.abs(reference.loss));
   });
 });

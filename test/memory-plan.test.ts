@@ -3,11 +3,10 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
 import { wasmHeapBytes } from '../src/logging/memory.js';
 import {
-  configureMemory,
   DEFAULT_MEMORY_SETTINGS,
   heldTensorBytes,
   isBackendMemoryCrash,
@@ -15,13 +14,14 @@ import {
   parseBytes,
   passBytes,
   planMicroBatches,
+  type MemorySettings,
 } from '../src/memory/index.js';
 import { createTinyModel, loadCausalLM, type TfCausalLM } from '../src/model/index.js';
 import { createCriticHead } from '../src/critic/heads.js';
 import { ValueModel } from '../src/critic/value-model.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { rngFor } from '../src/util/rng.js';
-import { linearPolicyLoss, sequenceLossGradients, type PolicyGradientRow } from '../trainers/common/loss.js';
+import { linearPolicyLoss, sequenceLossGradients, type PolicyGradientRow } from '../trainers/core/loss.js';
 
 let root: string;
 let model: TfCausalLM;
@@ -37,9 +37,15 @@ afterAll(() => {
   model.dispose();
   fs.rmSync(root, { recursive: true, force: true });
 });
-afterEach(() => {
-  configureMemory({ ...DEFAULT_MEMORY_SETTINGS });
-});
+
+/** The default settings with `changes`: what a plan below is made under. */
+const settings = (changes: Partial<MemorySettings>): MemorySettings => ({ ...DEFAULT_MEMORY_SETTINGS, ...changes });
+
+/** The test model loaded again with a budget that leaves about `spare` bytes once its weights are in. */
+async function tightModel(spare = 1024): Promise<TfCausalLM> {
+  const weights = model.trainableVariables().reduce((a, v) => a + v.size * 4, 0);
+  return loadCausalLM(root, { memory: { budgetBytes: heldTensorBytes() + weights + spare } });
+}
 
 const rng = (seed: number) => () => ((seed = (seed * 1103515245 + 12345) % 2 ** 31) / 2 ** 31);
 function rows(n: number, seed = 1): PolicyGradientRow[] {
@@ -51,24 +57,37 @@ function rows(n: number, seed = 1): PolicyGradientRow[] {
   }));
 }
 
-function gradsOf(rs: PolicyGradientRow[]): { loss: number; grads: Map<string, Float32Array> } {
-  const g = sequenceLossGradients(model, rs, linearPolicyLoss);
+/** Loss and gradients (keyed by weight name: models loaded apart name their variables apart). */
+function gradsOf(m: TfCausalLM, rs: PolicyGradientRow[]): { loss: number; grads: Map<string, Float32Array> } {
+  const g = sequenceLossGradients(m, rs, linearPolicyLoss);
   const out = new Map<string, Float32Array>();
-  for (const [k, t] of Object.entries(g.grads)) out.set(k, t.dataSync() as Float32Array);
+  const names = m.weightNames();
+  m.trainableVariables().forEach((v, i) => out.set(names[i], g.grads[v.name].dataSync() as Float32Array));
   tf.dispose(Object.values(g.grads));
   return { loss: g.loss, grads: out };
 }
 
+/** The checkpoint of `root` loaded with `memory`, handed to `use`, then freed. */
+async function withModel<T>(memory: Partial<MemorySettings>, use: (m: TfCausalLM) => T): Promise<T> {
+  const m = await loadCausalLM(root, { memory });
+  try {
+    return use(m);
+  } finally {
+    m.dispose();
+  }
+}
+
 describe('micro-batches', () => {
-  it('micro-batched loss and gradients equal the full batch within 1e-5 relative', () => {
+  it('micro-batched loss and gradients equal the full batch within 1e-5 relative', async () => {
     const rs = rows(9);
-    configureMemory({ microBatchSize: 'auto', budgetBytes: 2 ** 34 });
-    const whole = gradsOf(rs);
-    // The whole batch was one pass under a huge budget.
-    expect(planMicroBatches(model, rs, (r) => ({ width: r.promptIds.length + r.completionIds.length, scored: r.completionIds.length }), { label: 't', backward: true })).toHaveLength(1);
+    const size = (r: PolicyGradientRow) => ({ width: r.promptIds.length + r.completionIds.length, scored: r.completionIds.length });
+    const whole = await withModel({ microBatchSize: 'auto', budgetBytes: 2 ** 34 }, (m) => {
+      // The whole batch was one pass under a huge budget.
+      expect(m.planPasses(rs, size, { label: 't', backward: true }).batches).toHaveLength(1);
+      return gradsOf(m, rs);
+    });
     for (const micro of [1, 2, 4] as const) {
-      configureMemory({ microBatchSize: micro });
-      const split = gradsOf(rs);
+      const split = await withModel({ microBatchSize: micro, budgetBytes: 2 ** 34 }, (m) => gradsOf(m, rs));
       expect(Math.abs(split.loss - whole.loss)).toBeLessThanOrEqual(1e-5 * Math.abs(whole.loss));
       for (const [k, g] of whole.grads) {
         const s = split.grads.get(k)!;
@@ -90,10 +109,9 @@ describe('micro-batches', () => {
     const mode = { backward: true, recompute: false, attentionBlockBytes: DEFAULT_MEMORY_SETTINGS.attentionBlockBytes, logitsChunkBytes: DEFAULT_MEMORY_SETTINGS.logitsChunkBytes, embeddingsTrainable: true };
     const three = passBytes(shape, { rows: 3, width: 14, scoredTokens: 12 }, mode);
     const trainable = model.trainableVariables().reduce((a, v) => a + v.size * 4, 0);
-    configureMemory({ budgetBytes: heldTensorBytes() + trainable + three + 1, recompute: false });
-    const plan = planMicroBatches(model, rs, size, { label: 't', backward: true });
-    expect(plan.map((b) => b.length)).toEqual([3, 3, 3, 3]);
-    expect(plan.flat()).toEqual(rs);
+    const plan = planMicroBatches(model, rs, size, { label: 't', backward: true, memory: settings({ budgetBytes: heldTensorBytes() + trainable + three + 1, recompute: false }) });
+    expect(plan.batches.map((b) => b.length)).toEqual([3, 3, 3, 3]);
+    expect(plan.batches.flat()).toEqual(rs);
   });
 
   it("recompute 'auto' turns layer recomputation on only when a row needs it", () => {
@@ -106,12 +124,10 @@ describe('micro-batches', () => {
     const recomputed = passBytes(shape, { rows: 1, width: 200, scoredTokens: 12 }, { ...base, recompute: true });
     expect(recomputed).toBeLessThan(plain);
     const trainable = model.trainableVariables().reduce((a, v) => a + v.size * 4, 0);
-    configureMemory({ budgetBytes: heldTensorBytes() + trainable + plain + 1, attentionBlockBytes: 2 ** 20, logitsChunkBytes: 2 ** 20 });
-    planMicroBatches(model, rs, size, { label: 't', backward: true });
-    expect(model.memory.recompute).toBe(false);
-    configureMemory({ budgetBytes: heldTensorBytes() + trainable + Math.floor((plain + recomputed) / 2), attentionBlockBytes: 2 ** 20, logitsChunkBytes: 2 ** 20 });
-    planMicroBatches(model, rs, size, { label: 't', backward: true });
-    expect(model.memory.recompute).toBe(true);
+    const roomy = settings({ budgetBytes: heldTensorBytes() + trainable + plain + 1, attentionBlockBytes: 2 ** 20, logitsChunkBytes: 2 ** 20 });
+    expect(planMicroBatches(model, rs, size, { label: 't', backward: true, memory: roomy }).pass.recompute).toBe(false);
+    const tight = settings({ budgetBytes: heldTensorBytes() + trainable + Math.floor((plain + recomputed) / 2), attentionBlockBytes: 2 ** 20, logitsChunkBytes: 2 ** 20 });
+    expect(planMicroBatches(model, rs, size, { label: 't', backward: true, memory: tight }).pass.recompute).toBe(true);
   });
   it('a row that does not fit with the largest attention blocks is planned with smaller blocks, not refused', () => {
     const rs = rows(1, 7);
@@ -127,12 +143,12 @@ describe('micro-batches', () => {
     let available = 2 ** 20;
     while (available < 2 ** 30 && !(available < cost(available, 1) && cost(available, 4) <= available)) available = Math.ceil(available * 1.01);
     expect(available).toBeLessThan(2 ** 30);
-    configureMemory({ budgetBytes: heldTensorBytes() + trainable + available, recompute: true });
-    expect(planMicroBatches(model, rs, size, { label: 't', backward: true })).toEqual([rs]);
-    expect(model.memory.attentionBlockBytes).toBeLessThan(Math.floor(available / 8));
+    const plan = planMicroBatches(model, rs, size, { label: 't', backward: true, memory: settings({ budgetBytes: heldTensorBytes() + trainable + available, recompute: true }) });
+    expect(plan.batches).toEqual([rs]);
+    expect(plan.pass.attentionBlockBytes).toBeLessThan(Math.floor(available / 8));
     // A budget that fits even the smallest blocks nowhere is still refused.
-    configureMemory({ budgetBytes: heldTensorBytes() + trainable + Math.floor(cost(available, 16) / 2) });
-    expect(() => planMicroBatches(model, rs, size, { label: 't', backward: true })).toThrow(MemoryBudgetError);
+    const none = settings({ budgetBytes: heldTensorBytes() + trainable + Math.floor(cost(available, 16) / 2), recompute: true });
+    expect(() => planMicroBatches(model, rs, size, { label: 't', backward: true, memory: none })).toThrow(MemoryBudgetError);
   });
 });
 
@@ -141,11 +157,11 @@ describe('estimates against measured peaks', () => {
     // "Measured" is tfjs's own accounting (tf.profile's peak), which counts views as buffers too.
     it(`${rowsN} rows × ${width} tokens, recompute ${recompute}: estimate ≥ measured peak and ≤ 2× it`, () => {
       const rs = Array.from({ length: rowsN }, (_, i) => ({ promptIds: new Array(width - 8).fill(3 + i), completionIds: new Array(8).fill(5), coef: 1 }));
-      model.memory = { attentionBlockBytes: DEFAULT_MEMORY_SETTINGS.attentionBlockBytes, logitsChunkBytes: DEFAULT_MEMORY_SETTINGS.logitsChunkBytes, recompute };
+      const pass = { attentionBlockBytes: DEFAULT_MEMORY_SETTINGS.attentionBlockBytes, logitsChunkBytes: DEFAULT_MEMORY_SETTINGS.logitsChunkBytes, recompute };
       const held = tf.memory().numBytes;
       const info = tf.profile(() => {
         const { grads } = tf.variableGrads(
-          () => tf.tidy(() => linearPolicyLoss(tf.sum(model.scoreCompletions(rs.map((r) => r.promptIds), rs.map((r) => r.completionIds)).tokenLogProbs, 1) as tf.Tensor1D, rs)),
+          () => tf.tidy(() => linearPolicyLoss(tf.sum(model.scoreCompletions(rs.map((r) => r.promptIds), rs.map((r) => r.completionIds), pass).tokenLogProbs, 1) as tf.Tensor1D, rs)),
           model.trainableVariables(),
         );
         tf.dispose(Object.values(grads));
@@ -169,46 +185,54 @@ describe('estimates against measured peaks', () => {
 
 describe('over budget', () => {
   it('a critic pass over budget names critic_max_length before the general knobs', async () => {
-    const critic = new ValueModel(model, createCriticHead(model.hiddenSize, { type: 'linear' }, rngFor(0, 'init')), await loadTokenizer(root), false);
+    const tight = await tightModel();
+    const critic = new ValueModel(tight, createCriticHead(tight.hiddenSize, { type: 'linear' }, rngFor(0, 'init')), await loadTokenizer(root), false);
     try {
-      configureMemory({ budgetBytes: heldTensorBytes() + 1024 });
       await expect(critic.predict([[1, 2, 3, 4]])).rejects.toThrow(/not enough memory for critic values \(1 row of 4 tokens\).*Reduce one of: critic_max_length .*; max_new_tokens/s);
     } finally {
-      critic.head.dispose();
+      critic.dispose();
     }
   });
 
-  it('a step over budget gets the named-knob error before it allocates', () => {
+  it('a step over budget gets the named-knob error before it allocates', async () => {
     const rs = rows(3);
-    configureMemory({ budgetBytes: heldTensorBytes() + 1024 });
-    const tensors = tf.memory().numTensors;
-    const heap = wasmHeapBytes();
-    let caught: unknown;
+    const tight = await tightModel();
     try {
-      sequenceLossGradients(model, rs, linearPolicyLoss, { label: 'agent 0' });
-    } catch (err) {
-      caught = err;
+      const tensors = tf.memory().numTensors;
+      const heap = wasmHeapBytes();
+      let caught: unknown;
+      try {
+        sequenceLossGradients(tight, rs, linearPolicyLoss, { label: 'agent 0' });
+      } catch (err) {
+        caught = err;
+      }
+      expect(caught).toBeInstanceOf(MemoryBudgetError);
+      const message = (caught as Error).message;
+      for (const knob of ['max_new_tokens', 'num_generations', 'memory.micro_batch_size', 'lora', 'smaller model', 'memory.budget']) expect(message).toContain(knob);
+      expect(message).toMatch(/agent 0: scoring \(1 row of \d+ tokens\)/);
+      expect(message).toMatch(/needs about [\d.]+ (KiB|MiB|GiB)/);
+      expect(tf.memory().numTensors).toBe(tensors);
+      expect(wasmHeapBytes()).toBe(heap);
+    } finally {
+      tight.dispose();
     }
-    expect(caught).toBeInstanceOf(MemoryBudgetError);
-    const message = (caught as Error).message;
-    for (const knob of ['max_new_tokens', 'num_generations', 'memory.micro_batch_size', 'lora', 'smaller model', 'memory.budget']) expect(message).toContain(knob);
-    expect(message).toMatch(/agent 0: scoring \(1 row of \d+ tokens\)/);
-    expect(message).toMatch(/needs about [\d.]+ (KiB|MiB|GiB)/);
-    expect(tf.memory().numTensors).toBe(tensors);
-    expect(wasmHeapBytes()).toBe(heap);
   });
 
   it('generation that cannot fit one sequence is refused by name', async () => {
-    configureMemory({ budgetBytes: heldTensorBytes() + 1024 });
-    await expect(model.generate([[1, 2, 3]], { maxNewTokens: 4, greedy: true })).rejects.toThrow(/not enough memory for generation \(1 sequence: 3 prompt \+ 4 new tokens\)/);
+    const tight = await tightModel();
+    try {
+      await expect(tight.generate([[1, 2, 3]], { maxNewTokens: 4, greedy: true })).rejects.toThrow(/not enough memory for generation \(1 sequence: 3 prompt \+ 4 new tokens\)/);
+    } finally {
+      tight.dispose();
+    }
   });
 
   it('a model whose weights alone exceed the budget is refused by name before a tensor is made, full and LoRA alike', async () => {
-    configureMemory({ budgetBytes: heldTensorBytes() + 1024 });
+    const memory = { budgetBytes: heldTensorBytes() + 1024 };
     const tensors = tf.memory().numTensors;
-    await expect(loadCausalLM(root)).rejects.toThrow(/not enough memory for loading the model .* \(\d+ M parameters as float32\).*a smaller model/);
+    await expect(loadCausalLM(root, { memory })).rejects.toThrow(/not enough memory for loading the model .* \(\d+ M parameters as float32\).*a smaller model/);
     const lora = { settings: { r: 2, loraAlpha: 4, loraDropout: 0, targetModules: ['q_proj'], useRslora: false, layersToTransform: null, baseModelNameOrPath: null, revision: null }, seed: 's' };
-    await expect(loadCausalLM(root, { lora })).rejects.toThrow(/not enough memory for loading the frozen LoRA base/);
+    await expect(loadCausalLM(root, { lora, memory })).rejects.toThrow(/not enough memory for loading the frozen LoRA base/);
     expect(tf.memory().numTensors).toBe(tensors);
   });
 });

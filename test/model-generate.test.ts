@@ -2,10 +2,9 @@ import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
-import { configureMemory } from '../src/memory/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
-import { createTinyModel, loadCausalLM, type TfCausalLM } from '../src/model/index.js';
+import { createTinyModel, loadCausalLM, type MemorySettings, type TfCausalLM } from '../src/model/index.js';
 import { createRng } from '../src/util/rng.js';
 import { backendUnderTest } from './backend-under-test.js';
 
@@ -18,12 +17,18 @@ beforeAll(async () => {
   dir = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-gen-'));
   // Larger init than the default 0.02 would be nicer, but greedy paths differ enough already.
   await createTinyModel({ dir, arch: 'qwen3', seed: 7, tokenizer: 'word', hiddenSize: 32, numLayers: 2, numHeads: 4, numKvHeads: 2 });
-  model = await loadCausalLM(dir);
+  model = await loadSharpened();
+});
+
+/** The tiny model of `dir`, with `memory` settings. */
+async function loadSharpened(memory: Partial<MemorySettings> = {}): Promise<TfCausalLM> {
+  const m = await loadCausalLM(dir, { memory });
   // Sharpen the random model so greedy/sampled paths are not all the same token.
   tf.tidy(() => {
-    for (const v of model.trainableVariables()) if (v.shape.length === 2) v.assign(tf.mul(v, 40));
+    for (const v of m.trainableVariables()) if (v.shape.length === 2) v.assign(tf.mul(v, 40));
   });
-});
+  return m;
+}
 
 afterAll(() => {
   model?.dispose();
@@ -63,13 +68,15 @@ describe('scoring shapes', () => {
     const prompts = [[1, 2], [3], [4, 5, 6], [7]];
     const comps = [[8, 9, 10], [11], [], [12, 13]];
     const whole = await model.tokenLogProbs(prompts, comps);
-    configureMemory({ microBatchSize: 1 });
+    // The same weights under micro_batch_size 1.
+    const oneRow = await loadSharpened({ microBatchSize: 1 });
     try {
-      const parts = await model.tokenLogProbs(prompts, comps);
+      expect(oneRow.planPasses([0, 1, 2, 3], () => ({ width: 3, scored: 1 }), { label: 't', backward: false }).batches).toHaveLength(4);
+      const parts = await oneRow.tokenLogProbs(prompts, comps);
       expect(parts.map((r) => r.length)).toEqual([3, 1, 0, 2]);
       parts.forEach((r, i) => r.forEach((v, j) => expect(Math.abs(v - whole[i][j])).toBeLessThan(1e-5)));
     } finally {
-      configureMemory({ microBatchSize: 'auto' });
+      oneRow.dispose();
     }
   });
 });

@@ -1,10 +1,9 @@
 /**
- * CoopHE reward, prompts and follow-ups against ../shared/vectors/coophe.json (values returned by
- * the original Python code), plus hand-derived cases for quirks the vectors do not cover.
+ * CoopHE reward, prompts and follow-ups against the shared folder's vectors/coophe.json (values
+ * returned by the original Python code), plus hand-derived cases for quirks the vectors do not cover.
+ * The vectors embed CoopHumanEval problem text, which has no licence and is never committed: without
+ * the shared folder the vector checks skip (test/shared-fixtures.ts) and the hand-derived ones run.
  */
-import { readFileSync } from 'node:fs';
-import path from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import {
   CoopHEConfigError,
@@ -26,9 +25,7 @@ import {
   type CoopHEProblem,
   type CoopHERewardBreakdown,
 } from '../rewards/coophe/index.js';
-
-const repoRoot = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..');
-const vectorsPath = path.resolve(repoRoot, '../shared/vectors/coophe.json');
+import { readSharedJson, sharedOrSkip } from './shared-fixtures.js';
 
 interface VectorCase {
   name: string;
@@ -61,7 +58,11 @@ interface Vectors {
   };
 }
 
-const vectors = JSON.parse(readFileSync(vectorsPath, 'utf8')) as Vectors;
+const shared = readSharedJson<Vectors>(
+  'vectors/coophe.json',
+  "the CoopHE reward (upstream and fork variants) and every breakdown key against the original Python's, the exit() crash case, and the first-turn and follow-up prompts",
+);
+const vectors = shared.present ? shared.value : undefined;
 const problemOf = (c: VectorCase): CoopHEProblem => ({ task_id: c.task_id, prompt: c.prompt, test: c.test, entry_point: c.entry_point });
 
 // Keys of the breakdown that mark how far the computation went (absent in a vector = not reached).
@@ -82,7 +83,7 @@ beforeAll(async () => {
   upstream = new CoopHERewardRunner({ concurrency: 12, log: () => undefined });
   fork = new CoopHERewardRunner({ variant: 'fork', concurrency: 12, log: () => undefined });
   await Promise.all(
-    vectors.cases.flatMap((c) => [
+    (vectors?.cases ?? []).flatMap((c) => [
       upstream.breakdown(c.aux_completion, c.main_completion, problemOf(c)).then((b) => upstreamResults.set(c.name, b)),
       fork.reward(c.aux_completion, c.main_completion, problemOf(c)).then((r) => forkResults.set(c.name, r)),
     ]),
@@ -90,11 +91,11 @@ beforeAll(async () => {
 }, 90_000);
 
 describe('CoopHE reward vectors', () => {
-  it('has the vectors file', () => {
-    expect(vectors.cases.length).toBeGreaterThanOrEqual(20);
+  it('has the vectors file', (ctx) => {
+    expect(sharedOrSkip(shared, ctx).cases.length).toBeGreaterThanOrEqual(20);
   });
 
-  for (const c of vectors.cases) {
+  for (const c of vectors?.cases ?? []) {
     it(`${c.name}: upstream reward, fork reward and every breakdown key`, () => {
       const b = upstreamResults.get(c.name)!;
       expect(b.reward).toBe(c.expected_reward);
@@ -108,7 +109,8 @@ describe('CoopHE reward vectors', () => {
     });
   }
 
-  it('counts a candidate exit() as failed tests instead of crashing (the reference raises SystemExit)', async () => {
+  it('counts a candidate exit() as failed tests instead of crashing (the reference raises SystemExit)', async (ctx) => {
+    const vectors = sharedOrSkip(shared, ctx);
     const crash = vectors.crash_cases[0];
     const base = vectors.cases.find((c) => c.task_id === crash.task_id)!;
     const b = await upstream.breakdown(crash.aux_completion, crash.main_completion, problemOf(base));
@@ -233,9 +235,8 @@ describe('CoopHE text processing quirks (hand-derived)', () => {
 });
 
 describe('CoopHE prompts', () => {
-  const firstTurn = Object.entries(vectors.prompts.first_turn_prompts);
-
-  it('renders the 16 first-turn prompt pairs of the vectors', () => {
+  it('renders the 16 first-turn prompt pairs of the vectors', (ctx) => {
+    const firstTurn = Object.entries(sharedOrSkip(shared, ctx).prompts.first_turn_prompts);
     expect(firstTurn.length).toBe(16);
     for (const [taskId, expected] of firstTurn) {
       // The raw problem text and entry point are recovered from the rendered pair; the test checks
@@ -252,7 +253,8 @@ describe('CoopHE prompts', () => {
     expect(coopHEAuxPrompt({ prompt: 'def f():\n    pass\n', entry_point: 'f' })).toBe('Error: Could not extract function information from prompt.');
   });
 
-  it('renders every level_feedback and plain follow-up of the vectors', async () => {
+  it('renders every level_feedback and plain follow-up of the vectors', async (ctx) => {
+    const vectors = sharedOrSkip(shared, ctx);
     const fallback = vectors.cases.find((c) => c.name === 'perfect_collab')!;
     const level = new CoopHEFeedback({ mode: 'level_feedback', sandboxSlice: 1, runner: upstream });
     const plain = new CoopHEFeedback({ mode: 'plain' });
@@ -275,9 +277,9 @@ describe('CoopHE prompts', () => {
     );
   });
 
-  it('expert_edits: needs an expert at construction, retries, then builds the follow-up', async () => {
+  it('expert_edits: needs an expert at construction, retries, then builds the follow-up', async (ctx) => {
     expect(() => new CoopHEFeedback({ mode: 'expert_edits' })).toThrow(CoopHEConfigError);
-    const problem = problemOf(vectors.cases[0]);
+    const problem = problemOf(sharedOrSkip(shared, ctx).cases[0]);
     const prompts: string[] = [];
     let calls = 0;
     const expert = async (prompt: string) => {

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   bestSubrect,
@@ -13,10 +12,10 @@ import {
   type HouseBuildTaskSpec,
   type RpgState,
 } from '../rewards/housebuild/index.js';
+import { readRepoJson } from './shared-fixtures.js';
 
-const rows = JSON.parse(
-  readFileSync(new URL('../../shared/data/housebuild/data.json', import.meta.url), 'utf8'),
-) as unknown[];
+// The task set the package ships (the same file as ../shared/data/housebuild/data.json).
+const rows = readRepoJson<unknown[]>('data/housebuild/data.json');
 const task0002: HouseBuildTaskSpec = parseHouseBuildTask(rows[0]);
 
 // Spider state of the vectors' default cases: attacks [1, 2, 3], damage 6 > 5 HP → penalty 0.1.

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   HOUSEBUILD_PAPER_RPG_CONFIG,
@@ -12,6 +11,7 @@ import {
   type HouseBuildTaskSpec,
   type RpgState,
 } from '../rewards/housebuild/index.js';
+import { readFixtureJson, readRepoJson } from './shared-fixtures.js';
 
 interface PyRpgState {
   player_hp: number;
@@ -42,8 +42,8 @@ interface FollowUp {
   prompts: string[];
 }
 
-const shared = new URL('../../shared/', import.meta.url);
-const vectors = JSON.parse(readFileSync(new URL('vectors/housebuild.json', shared), 'utf8')) as {
+// A committed copy of ../shared/vectors/housebuild.json (MIT; test/fixtures/housebuild/NOTICE.md).
+const vectors = readFixtureJson<{
   cases: HouseBuildCase[];
   prompts: {
     rpg_state_cfg_used_for_prompts: PyRpgState;
@@ -52,8 +52,9 @@ const vectors = JSON.parse(readFileSync(new URL('vectors/housebuild.json', share
     external_context_0002: Record<string, unknown>;
     followup_prompts_0002: FollowUp[];
   };
-};
-const rows = JSON.parse(readFileSync(new URL('data/housebuild/data.json', shared), 'utf8')) as unknown[];
+}>('housebuild/vectors.json');
+// The task set the package ships (the same file as ../shared/data/housebuild/data.json).
+const rows = readRepoJson<unknown[]>('data/housebuild/data.json');
 const tasks = new Map<string, HouseBuildTaskSpec>(rows.map((r) => parseHouseBuildTask(r)).map((t) => [t.taskId, t]));
 
 function rpg(s: PyRpgState): RpgState {

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import {
   TLDR_LOGGER_STOPWORDS,
@@ -10,6 +9,7 @@ import {
   tldrRewardBreakdown,
   tldrRewards,
 } from '../rewards/tldr/index.js';
+import { readFixtureJson } from './shared-fixtures.js';
 
 interface TLDRCase {
   name: string;
@@ -21,9 +21,8 @@ interface TLDRCase {
   logger_metrics: Record<string, unknown>;
 }
 
-const vectors = JSON.parse(readFileSync(new URL('../../shared/vectors/tldr.json', import.meta.url), 'utf8')) as {
-  cases: TLDRCase[];
-};
+// A committed copy of ../shared/vectors/tldr.json (test/fixtures/tldr/NOTICE.md).
+const vectors = readFixtureJson<{ cases: TLDRCase[] }>('tldr/vectors.json');
 
 // The vectors store Python sets as lists in arbitrary order; everything else compares exactly.
 const SET_KEYS = new Set(['categories_found', 'transition_categories_found']);

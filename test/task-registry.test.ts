@@ -11,10 +11,9 @@ import { getTask, registerTask, taskNames } from '../src/tasks/registry.js';
 import { defineTask } from '../src/tasks/spec.js';
 import { normalizeAdvantages } from '../src/buffer/targets.js';
 import { mean as statsMean, stdPop, zScore } from '../src/util/stats.js';
-import { mean as advantageMean, zScore as advantageZScore } from '../trainers/magrpo-advantage.js';
+import { mean as advantageMean, zScore as advantageZScore } from '../trainers/magrpo/advantage.js';
 import { createRng } from '../src/util/rng.js';
 import { planMinibatches } from '../src/buffer/replay.js';
-import { shuffledMinibatches } from '../trainers/magrpo-minibatch.js';
 
 describe('task registry', () => {
   test('every folder under envs/ with a spec module is a registered task, in the documented order', () => {
@@ -68,11 +67,12 @@ describe('shared statistics (src/util/stats.ts) keep each caller\'s behaviour', 
 });
 
 describe('one minibatch planner for both trainer families', () => {
-  test('MAGRPO\'s shuffledMinibatches is a shuffle of the group cut into chunks (what it was before sharing planMinibatches)', () => {
+  test('one turn group, one epoch: a shuffle of the group cut into chunks (what MAGRPO did before sharing planMinibatches)', () => {
     const items = Array.from({ length: 11 }, (_, i) => `s${i}`);
     const order = createRng(5).shuffle([...items]);
     const chunks = [order.slice(0, 4), order.slice(4, 8), order.slice(8)];
-    expect(shuffledMinibatches(items, 4, createRng(5))).toEqual(chunks);
+    const plan = planMinibatches(items.map(() => 0), { batchSize: 4, epochs: 1, rng: createRng(5) });
+    expect(plan.map((b) => b.indices.map((i) => items[i]))).toEqual(chunks);
   });
 
   test('by turn group in ascending order, each group shuffled in turn: the order MAGRPO consumed its buffer in', () => {

@@ -3,7 +3,6 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { configureMemory, DEFAULT_MEMORY_SETTINGS } from '../src/memory/settings.js';
 import { describeTorch, initBackend, setBackendLogger, torchBackend } from '../src/backend/index.js';
 import { resolveTorchDevice } from '../src/backend/torch/index.js';
 import { AdamW } from '../src/optim/adamw.js';
@@ -24,7 +23,6 @@ beforeAll(async () => {
   await createTinyModel({ dir: tiny, arch: 'qwen3', seed: 5, hiddenSize: 64, numLayers: 2, numHeads: 4, numKvHeads: 2, intermediateSize: 96 });
 });
 afterAll(() => {
-  configureMemory({ frozenBaseDtype: DEFAULT_MEMORY_SETTINGS.frozenBaseDtype });
   setBackendLogger((l) => console.error(l));
   fs.rmSync(tmp, { recursive: true, force: true });
 });
@@ -62,10 +60,9 @@ describe('torch backend', () => {
 
   it('a bfloat16 frozen base: its own base, log-probs within 0.05 nats of float32 (but not equal), and LoRA still trains', async () => {
     const f32 = await loadCausalLM(tiny, { lora });
-    configureMemory({ frozenBaseDtype: 'bfloat16' });
     let bf16: TfCausalLM | null = null;
     try {
-      bf16 = await loadCausalLM(tiny, { lora });
+      bf16 = await loadCausalLM(tiny, { lora, memory: { frozenBaseDtype: 'bfloat16' } });
       // Two bases: a float32 one is never shared with a bfloat16 request.
       expect((await liveFrozenBases()).length).toBe(2);
       const a = await f32.tokenLogProbs(prompts, completions);
@@ -91,7 +88,6 @@ describe('torch backend', () => {
     } finally {
       bf16?.dispose();
       f32.dispose();
-      configureMemory({ frozenBaseDtype: 'float32' });
     }
   });
 

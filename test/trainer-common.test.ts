@@ -11,6 +11,8 @@ import { loadCausalLM } from '../src/model/load.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { createRng } from '../src/util/rng.js';
+import { planMinibatches } from '../src/buffer/replay.js';
+import { groupItemsByTurn } from '../src/util/stats.js';
 import { toyWords } from '../envs/toy/index.js';
 import {
   agentKey,
@@ -32,10 +34,9 @@ import {
   type EvalEpisode,
   type PolicyGradientRow,
   type TrainerState,
-} from '../trainers/common/index.js';
+} from '../trainers/core/index.js';
 // MAGRPO's own pieces live in trainers/magrpo-*.ts (trainers/common holds what every trainer shares).
-import { groupAdvantages, hasZeroSpread, stdPop, zScore } from '../trainers/magrpo-advantage.js';
-import { groupByTurn, shuffledMinibatches } from '../trainers/magrpo-minibatch.js';
+import { groupAdvantages, hasZeroSpread, stdPop, zScore } from '../trainers/magrpo/advantage.js';
 import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
 
 const close = (a: readonly number[], b: readonly number[], tol = 1e-9) => {
@@ -81,7 +82,7 @@ describe('minibatches and metric names', () => {
       { t: 1, id: 'c' },
       { t: 0, id: 'd' },
     ];
-    const groups = groupByTurn(items, (x) => x.t);
+    const groups = groupItemsByTurn(items, (x) => x.t);
     expect(groups.map((g) => g.turn)).toEqual([0, 1]);
     expect(groups[0].items.map((x) => x.id)).toEqual(['b', 'd']);
     expect(groups[1].items.map((x) => x.id)).toEqual(['a', 'c']);
@@ -89,13 +90,15 @@ describe('minibatches and metric names', () => {
 
   test('a seeded shuffle cuts every item into batches of the given size, reproducibly', () => {
     const items = Array.from({ length: 7 }, (_, i) => i);
-    const a = shuffledMinibatches(items, 3, createRng(5));
-    const b = shuffledMinibatches(items, 3, createRng(5));
+    const plan = (batchSize: number, rng: ReturnType<typeof createRng>) =>
+      planMinibatches(items.map(() => 0), { batchSize, epochs: 1, rng }).map((b) => b.indices.map((i) => items[i]));
+    const a = plan(3, createRng(5));
+    const b = plan(3, createRng(5));
     expect(a).toEqual(b);
     expect(a.map((x) => x.length)).toEqual([3, 3, 1]);
     expect(a.flat().sort()).toEqual(items);
     expect(items).toEqual([0, 1, 2, 3, 4, 5, 6]); // input untouched
-    expect(() => shuffledMinibatches(items, 0, createRng(1))).toThrow(/>= 1/);
+    expect(() => plan(0, createRng(1))).toThrow(/>= 1/);
   });
 
   test('turn keys are 1-based like CoMLRL, agent keys 0-based like agent_i/ folders', () => {

@@ -1,14 +1,9 @@
-/** `comlrl/trainers`: the trainers and the pieces they share. */
-export * from './common/index.js';
-export * from './magrpo-config.js';
-export * from './magrpo-advantage.js';
-export * from './magrpo-minibatch.js';
-export * from './magrpo.js';
-export * from './common/actor-critic.js';
-export * from './common/ac-run.js';
-export * from './common/ac-rollout.js';
-export * from './common/ac-metrics.js';
-export * from './actor-critic-config.js';
+/** `comlrl/trainers`: the trainers (magrpo/, reinforce/, centralized-magrpo/, collm/), what every trainer shares (core/) and the trainer registry (the built-in trainers register as this loads). */
+export * from './core/index.js';
+export * from './magrpo/index.js';
+export * from './reinforce/index.js';
+export * from './centralized-magrpo/index.js';
+export * from './collm/index.js';
 export * from './presets.js';
-export * from './collm-dc.js';
-export * from './collm-cc.js';
+export * from './registry.js';
+export * from './builtin.js';

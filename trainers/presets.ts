@@ -1,6 +1,8 @@
 /**
  * Named presets of the CoLLM paper's actor-critic runs: TLDR, CoopHE and HouseBuild, each for
- * CoLLM-DC and CoLLM-CC. The numbers are read from the example configs
+ * CoLLM-DC and CoLLM-CC; and of the REINFORCE-folder trainers of CoMLRL 1.4 (`reinforcePreset`:
+ * MAREINFORCE, MAReMax, MARLOO, CentralizedMAGRPO on TLDR, at the end of this file). The
+ * actor-critic numbers are read from the example configs
  * `examples/configs/<task>-collm-<dc|cc>.yaml` (shipped with the package), the single source of
  * them: the experiment repositories' configs the paper was run with (`tasks-reference.md` §1.6,
  * §2.6, §3.5: iac_* → DC, maac_* → CC), except where the paper's Appendix C table differs, which
@@ -21,7 +23,9 @@ import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readConfigFile } from '../src/config/load.js';
-import { parseCoLLMCCConfig, parseCoLLMDCConfig, type CoLLMCCConfigInput, type CoLLMDCConfigInput } from './actor-critic-config.js';
+import { parseCentralizedMAGRPOConfig, type CentralizedMAGRPOConfig } from './centralized-magrpo/config.js';
+import { parseCoLLMCCConfig, parseCoLLMDCConfig, type CoLLMCCConfigInput, type CoLLMDCConfigInput } from './collm/config.js';
+import { parseMAREINFORCEConfig, parseMAReMaxConfig, parseMARLOOConfig, type MAREINFORCEConfig, type MAReMaxConfig, type MARLOOConfig } from './reinforce/config.js';
 
 /** Tasks with presets. */
 export type PresetTask = 'tldr' | 'coophe' | 'housebuild';
@@ -116,19 +120,24 @@ function exampleConfigsDir(): string {
 
 const asRecord = (v: unknown): Record<string, unknown> => (v !== null && typeof v === 'object' && !Array.isArray(v) ? (v as Record<string, unknown>) : {});
 
-/** Reads and validates one preset from its YAML file. */
-function readPreset(name: string, meta: PresetMeta): ActorCriticPreset {
-  const file = presetConfigFile(name);
-  const doc = readConfigFile(file);
+/** A config file's trainer section as the run-config parser merges it: the model's sampling fills unset fields, the top-level seed wins. */
+function trainerSectionOf(doc: Record<string, unknown>, sectionKey: string): Record<string, unknown> {
   const model = asRecord(doc.model);
-  const dataset = asRecord(doc.dataset);
-  const rp = asRecord(doc.reward_processor);
-  const sectionKey = meta.trainer === 'collm-dc' ? 'collm_dc' : 'collm_cc';
-  // As the run-config parser merges them: the model's sampling fills unset fields, the top-level seed wins.
   const raw: Record<string, unknown> = {};
   for (const k of ['temperature', 'top_p', 'top_k']) if (k in model) raw[k] = model[k];
   Object.assign(raw, asRecord(doc[sectionKey]));
   if (doc.seed !== undefined) raw.seed = doc.seed;
+  return raw;
+}
+
+/** Reads and validates one preset from its YAML file. */
+function readPreset(name: string, meta: PresetMeta): ActorCriticPreset {
+  const file = presetConfigFile(name);
+  const doc = readConfigFile(file);
+  const dataset = asRecord(doc.dataset);
+  const rp = asRecord(doc.reward_processor);
+  const sectionKey = meta.trainer === 'collm-dc' ? 'collm_dc' : 'collm_cc';
+  const raw = trainerSectionOf(doc, sectionKey);
   const enabled = rp.enabled !== false;
   const scale = enabled && typeof rp.scale === 'number' ? rp.scale : 1;
   const shift = enabled && typeof rp.shift === 'number' ? rp.shift : 0;
@@ -157,4 +166,77 @@ export function actorCriticPreset(name: string): ActorCriticPreset {
   if (!meta) throw new Error(`unknown actor-critic preset '${name}'; known: ${ACTOR_CRITIC_PRESET_NAMES.join(', ')}`);
   // Read on every call: a fresh object callers can modify, and always the YAML's current values.
   return readPreset(name, meta);
+}
+
+// ---------------------------------------------------------------------------------------------
+// The REINFORCE-folder trainers of CoMLRL 1.4 (MAREINFORCE, MAReMax, MARLOO, CentralizedMAGRPO).
+// ---------------------------------------------------------------------------------------------
+
+/** The trainers of the REINFORCE presets. */
+export type ReinforcePresetTrainer = 'mareinforce' | 'maremax' | 'marloo' | 'centralized-magrpo';
+
+/** A REINFORCE-family or CentralizedMAGRPO preset: `examples/configs/<task>-<trainer>.yaml`'s trainer config. */
+export interface ReinforcePreset {
+  /** `<task>-<trainer>`, e.g. 'tldr-marloo'. */
+  readonly name: string;
+  readonly task: PresetTask;
+  readonly trainer: ReinforcePresetTrainer;
+  /** Hugging Face id of the agents' model (CentralizedMAGRPO: the one joint policy's). */
+  readonly agentModel: string;
+  readonly rewardProcessor: { readonly scale: number; readonly shift: number };
+  readonly splits: { readonly train: string; readonly eval: string };
+  readonly notes: string;
+  /** The trainer's validated config (defaults filled). */
+  readonly config: Readonly<MAREINFORCEConfig | MAReMaxConfig | MARLOOConfig | CentralizedMAGRPOConfig>;
+}
+
+/** Each REINFORCE preset's trainer, section and config parser. */
+const REINFORCE_TRAINERS: Readonly<Record<ReinforcePresetTrainer, { section: string; parse: (raw: Record<string, unknown>) => ReinforcePreset['config'] }>> = {
+  mareinforce: { section: 'mareinforce', parse: parseMAREINFORCEConfig },
+  maremax: { section: 'maremax', parse: parseMAReMaxConfig },
+  marloo: { section: 'marloo', parse: parseMARLOOConfig },
+  'centralized-magrpo': { section: 'centralized_magrpo', parse: parseCentralizedMAGRPOConfig },
+};
+
+const REINFORCE_PRESET_META: Readonly<Record<string, { task: PresetTask; trainer: ReinforcePresetTrainer; agentModel: string; notes: string }>> = {
+  'tldr-mareinforce': { task: 'tldr', trainer: 'mareinforce', agentModel: 'Qwen/Qwen3-1.7B', notes: "tldr-magrpo's numbers (MAGRPO paper), advantage_normalization off." },
+  'tldr-maremax': { task: 'tldr', trainer: 'maremax', agentModel: 'Qwen/Qwen3-1.7B', notes: "tldr-magrpo's numbers (MAGRPO paper), advantage_normalization off." },
+  'tldr-marloo': { task: 'tldr', trainer: 'marloo', agentModel: 'Qwen/Qwen3-1.7B', notes: "tldr-magrpo's numbers (MAGRPO paper), advantage_normalization off." },
+  'tldr-centralized-magrpo': {
+    task: 'tldr',
+    trainer: 'centralized-magrpo',
+    agentModel: 'Qwen/Qwen3-1.7B',
+    notes: "tldr-magrpo's numbers (MAGRPO paper) for one joint policy; max_new_tokens doubled (both texts in one completion).",
+  },
+};
+
+/** Names of every REINFORCE preset. */
+export const REINFORCE_PRESET_NAMES: readonly string[] = Object.keys(REINFORCE_PRESET_META);
+
+/** The example config a REINFORCE preset is read from: `examples/configs/<task>-<trainer>.yaml`. */
+export function reinforcePresetConfigFile(name: string): string {
+  const meta = REINFORCE_PRESET_META[name];
+  if (!meta) throw new Error(`unknown REINFORCE preset '${name}'; known: ${REINFORCE_PRESET_NAMES.join(', ')}`);
+  return join(exampleConfigsDir(), `${meta.task}-${meta.trainer}.yaml`);
+}
+
+/** A REINFORCE-family or CentralizedMAGRPO preset by name (read from its YAML on every call); throws naming the known ones. */
+export function reinforcePreset(name: string): ReinforcePreset {
+  const file = reinforcePresetConfigFile(name);
+  const meta = REINFORCE_PRESET_META[name];
+  const doc = readConfigFile(file);
+  const dataset = asRecord(doc.dataset);
+  const rp = asRecord(doc.reward_processor);
+  const enabled = rp.enabled !== false;
+  const scale = enabled && typeof rp.scale === 'number' ? rp.scale : 1;
+  const shift = enabled && typeof rp.shift === 'number' ? rp.shift : 0;
+  const { train_split: train, eval_split: evalSplit } = dataset;
+  if (typeof train !== 'string' || typeof evalSplit !== 'string') throw new Error(`${file}: dataset.train_split and dataset.eval_split must be set for preset '${name}'`);
+  const { section, parse } = REINFORCE_TRAINERS[meta.trainer];
+  try {
+    const config = parse(trainerSectionOf(doc, section));
+    return { name, task: meta.task, trainer: meta.trainer, agentModel: meta.agentModel, rewardProcessor: { scale, shift }, splits: { train, eval: evalSplit }, notes: meta.notes, config };
+  } catch (err) {
+    throw new Error(`${file}: ${(err as Error).message}`);
+  }
 }

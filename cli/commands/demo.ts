@@ -10,18 +10,20 @@ import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { toyWords } from '../../envs/toy/task.js';
-import { BACKEND_CHOICES, type BackendChoice } from '../../src/backend/init.js';
+import { activeBackend, BACKEND_CHOICES, type BackendChoice } from '../../src/backend/init.js';
 import { stableStringify } from '../../src/config/hash.js';
-import { parseRunConfig, TRAINER_NAMES, type TrainerName } from '../../src/config/schema.js';
+import { memorySettingsOf, parseRunConfig, TRAINER_NAMES, type TrainerName } from '../../src/config/schema.js';
 import { formatNumber, formatDuration } from '../../src/logging/format.js';
+import { inMemoryCrashWords } from '../../src/memory/errors.js';
+import { budgetBytes } from '../../src/memory/settings.js';
 import { createTinyModel } from '../../src/model/tiny.js';
 import { commandArgs, formatUsage, intOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
 import type { CommandContext } from '../context.js';
 import { handleInterrupts } from '../interrupt.js';
 import { displayPath, runTraining, type RunResult } from '../run.js';
 import { TRAINER_CONFIG_SCHEMAS } from '../schemas.js';
-import type { CoLLMCCConfigInput, CoLLMDCConfigInput } from '../../trainers/actor-critic-config.js';
-import type { MAGRPOConfigInput } from '../../trainers/magrpo-config.js';
+import type { CoLLMCCConfigInput, CoLLMDCConfigInput } from '../../trainers/collm/config.js';
+import type { MAGRPOConfigInput } from '../../trainers/magrpo/config.js';
 
 const OPTIONS: readonly OptionSpec[] = [
   { name: 'trainer', kind: 'string', value: 'magrpo|collm-dc|collm-cc', help: 'which trainer learns (default magrpo)' },
@@ -172,6 +174,8 @@ export async function demoCommand(argv: readonly string[], ctx: CommandContext):
     if (!result.completed) return 130;
     ctx.out(demoReport(result, (performance.now() - t0) / 1000));
     return 0;
+  } catch (err) {
+    throw inMemoryCrashWords(err, activeBackend(), budgetBytes(memorySettingsOf(config.memory)));
   } finally {
     interrupts.dispose();
   }

@@ -5,24 +5,28 @@
 import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { initBackend } from '../../src/backend/init.js';
+import { activeBackend, initBackend } from '../../src/backend/init.js';
 import { memorySettingsOf } from '../../src/config/schema.js';
-import { configureMemory } from '../../src/memory/settings.js';
+import { inMemoryCrashWords } from '../../src/memory/errors.js';
+import { budgetBytes } from '../../src/memory/settings.js';
 import { CheckpointError, listCheckpoints, MANIFEST_FILE, verifyCheckpoint, writeFileAtomically } from '../../src/checkpoint/atomic.js';
 import { ProgressBar } from '../../src/logging/progress.js';
 import { handleInterrupts, yieldToEventLoop } from '../interrupt.js';
 import { testPauseBlocking } from '../test-pause.js';
 import { formatNumber } from '../../src/logging/format.js';
 import { rngFor } from '../../src/util/rng.js';
-import { runEvalEpisodes } from '../../trainers/common/eval.js';
-import { generationSettingsOf } from '../../trainers/common/trainer.js';
+import { runEvalEpisodes } from '../../trainers/core/eval.js';
+import { agentDir } from '../../trainers/core/save.js';
+import { generationSettingsOf } from '../../trainers/core/trainer.js';
+import { getTrainer } from '../../trainers/registry.js';
 import { commandArgs, formatUsage, intOpt, listOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
 import type { CommandContext } from '../context.js';
 import { outputFileProblem } from '../paths.js';
 import { RUN_FILES } from '../run.js';
-import { episodeReward, setupTask, splitOf, splitOverlapWarning, type AnyEpisode } from '../tasks.js';
+import { episodeReward, setupTask, splitOf, splitOverlapWarning, type AnyEpisode, type TaskSetup } from '../tasks.js';
 import { agentDirsFromConfig, loadAgents, numAgentsOf } from '../trainer.js';
-import { loadConfig } from '../schemas.js';
+import { loadConfig, type RunConfig } from '../schemas.js';
+import type { Agent } from '../../src/decpomdp/agent.js';
 import { getTask, registeredTasks } from '../../src/tasks/registry.js';
 
 const OPTIONS: readonly OptionSpec[] = [
@@ -53,7 +57,7 @@ export const EVAL_USAGE = formatUsage(
  */
 export async function trainedAgentsRoot(dir: string, note: (line: string) => void = () => {}): Promise<string> {
   const abs = path.resolve(dir);
-  if (existsSync(path.join(abs, 'agent_0'))) return abs;
+  if (existsSync(agentDir(abs, 0))) return abs;
   const final = path.join(abs, RUN_FILES.final);
   const ckpts = await listCheckpoints(path.join(abs, RUN_FILES.checkpoints));
   if (existsSync(final)) {
@@ -76,9 +80,22 @@ export async function trainedAgentsRoot(dir: string, note: (line: string) => voi
 }
 
 /** `comlrl eval`. */
-export async function evalCommand(argv: readonly string[], ctx: CommandContext): Promise<number> {
+/** What `comlrl eval` was asked for, read from its arguments and config. */
+interface EvalRequest {
+  readonly config: RunConfig;
+  readonly ks: number[];
+  readonly greedy: boolean;
+  /** Episodes per eval item. */
+  readonly samples: number;
+  readonly limit: number | undefined;
+  readonly out: string | undefined;
+  readonly checkpoint: string | undefined;
+}
+
+/** Parses and checks the arguments (a bad --out is refused before any work); null after --help. */
+function evalRequest(argv: readonly string[], ctx: CommandContext): EvalRequest | null {
   const args = commandArgs(argv, OPTIONS, 'eval', EVAL_USAGE, ctx.out);
-  if (args === null) return 0;
+  if (args === null) return null;
   const configFile = stringOpt(args, 'config');
   if (configFile === undefined) throw new UsageError('--config FILE is required', 'eval');
   const config = loadConfig(configFile, listOpt(args, 'set'));
@@ -88,28 +105,83 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
     return k;
   });
   const greedy = args.flags.has('greedy');
-  const task0 = config.dataset.task;
-  let samples = intOpt(args, 'samples', 'eval', 1) ?? getTask(task0).defaultEvalSamples?.(ks) ?? 1;
-  if (greedy) samples = 1;
+  const asked = intOpt(args, 'samples', 'eval', 1) ?? getTask(config.dataset.task).defaultEvalSamples?.(ks) ?? 1;
   const limit = intOpt(args, 'limit', 'eval', 1);
   const out = stringOpt(args, 'out');
-  // A bad --out is refused now, not after the evaluation's work.
   const outProblem = out !== undefined ? outputFileProblem(out, '--out') : undefined;
   if (outProblem !== undefined) throw new UsageError(outProblem, 'eval');
+  return { config, ks, greedy, samples: greedy ? 1 : asked, limit, out, checkpoint: stringOpt(args, 'checkpoint') };
+}
 
-  const backend = await initBackend(config.backend);
-  configureMemory(memorySettingsOf(config.memory));
-  const task = await setupTask(config);
+/**
+ * The agent directories to evaluate: a trained run's (where its trainer's layout put them, the
+ * weights verified against the manifest first) or the config's base models; and the trained root.
+ */
+async function evalAgentDirs(request: EvalRequest, numAgents: number, note: (line: string) => void): Promise<{ dirs: string[]; root: string | undefined }> {
+  const { config, checkpoint } = request;
+  if (checkpoint === undefined) return { dirs: agentDirsFromConfig(config, numAgents), root: undefined };
+  const root = await trainedAgentsRoot(checkpoint, note);
+  if (existsSync(path.join(root, MANIFEST_FILE))) await verifyCheckpoint(root);
+  else if (path.basename(root) === RUN_FILES.final) {
+    throw new Error(`--checkpoint ${checkpoint}: ${root} has no ${MANIFEST_FILE}: it is incomplete (cut short while being written); comlrl train --resume ${path.dirname(root)} rebuilds it`);
+  }
+  return { dirs: [...getTrainer(config.trainer).layout(config.trainerConfig, root, numAgents).agents], root };
+}
+
+/**
+ * Plays `repeated` batch by batch (one shared RNG, so the episodes are those of a single call):
+ * progress between batches, and a Ctrl-C acted on at the next batch (null: interrupted).
+ */
+async function playEvalBatches(request: EvalRequest, task: TaskSetup, agents: readonly Agent[], repeated: readonly unknown[], ctx: CommandContext): Promise<AnyEpisode[] | null> {
+  const { config, greedy } = request;
+  const tc = config.trainerConfig;
+  const batchSize = tc.eval_batch_size;
+  const rng = rngFor(config.seed, 'eval');
+  const episodes: AnyEpisode[] = [];
+  const bar = new ProgressBar({ total: repeated.length, label: 'eval', ...(ctx.progress ? { stream: ctx.progress } : {}) });
+  const interrupts = handleInterrupts(ctx.err, 'stopping after the current batch of episodes; no metrics are written');
   try {
-    const n = numAgentsOf(config, task.env.numAgents);
-    const ckpt = stringOpt(args, 'checkpoint');
-    const root = ckpt !== undefined ? await trainedAgentsRoot(ckpt, ctx.err) : undefined;
-    // A checkpoint (and final/) carries a manifest: refuse damaged weights before evaluating them.
-    if (root !== undefined && existsSync(path.join(root, MANIFEST_FILE))) await verifyCheckpoint(root);
-    else if (root !== undefined && path.basename(root) === RUN_FILES.final) {
-      throw new Error(`--checkpoint ${ckpt}: ${root} has no ${MANIFEST_FILE}: it is incomplete (cut short while being written); comlrl train --resume ${path.dirname(root)} rebuilds it`);
+    for (let b = 0; b < repeated.length; b += batchSize) {
+      const eps = await runEvalEpisodes<unknown, unknown>({
+        agents,
+        env: task.env,
+        tasks: repeated.slice(b, b + batchSize),
+        numTurns: tc.num_turns,
+        batchSize,
+        settings: { ...generationSettingsOf(tc), greedy },
+        rng,
+        discount: tc.discount,
+        // As the trainer's own evaluation ends its episodes (the trainer registry says how).
+        earlyTerminationThreshold: getTrainer(config.trainer).evalEarlyTermination(tc),
+      });
+      episodes.push(...eps);
+      bar.update(episodes.length, { reward: episodes.reduce((s, e) => s + episodeReward(e), 0) / episodes.length });
+      testPauseBlocking('eval-batch', episodes.length);
+      await yieldToEventLoop();
+      if (interrupts.signal.aborted && episodes.length < repeated.length) {
+        bar.finish();
+        ctx.err(`[comlrl eval] interrupted after ${episodes.length} of ${repeated.length} episodes; nothing written (run it again to evaluate)`);
+        return null;
+      }
     }
-    const dirs = root !== undefined ? Array.from({ length: n }, (_, i) => path.join(root, `agent_${i}`)) : agentDirsFromConfig(config, n);
+    return episodes;
+  } finally {
+    bar.finish();
+    interrupts.dispose();
+  }
+}
+
+export async function evalCommand(argv: readonly string[], ctx: CommandContext): Promise<number> {
+  const request = evalRequest(argv, ctx);
+  if (request === null) return 0;
+  const { config, samples, limit, out } = request;
+  const taskName = config.dataset.task;
+  const backend = await initBackend(config.backend);
+  // As the trainer's agents play the task (CentralizedMAGRPO: one joint agent through the task's adapter).
+  const setup = await setupTask(config);
+  const task = { ...setup, ...getTrainer(config.trainer).playTask(config.trainerConfig, setup) };
+  try {
+    const { dirs, root } = await evalAgentDirs(request, numAgentsOf(config, task.env.numAgents), ctx.err);
     const agents = await loadAgents(config, dirs);
     try {
       const items = limit !== undefined ? task.evalTasks.slice(0, limit) : task.evalTasks;
@@ -119,64 +191,22 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
       }
       const overlap = splitOverlapWarning(config, task);
       if (overlap !== undefined) ctx.err(`[comlrl eval] ${overlap}`);
-      const tc = config.trainerConfig;
-      const numTurns = tc.num_turns;
       const repeated = items.flatMap((it) => Array.from({ length: samples }, () => it));
-      ctx.err(`[comlrl eval] ${task0}: ${items.length} eval items × ${samples} sample(s), ${numTurns} turn(s), ${root ? `trained agents ${root}` : 'base models'} · backend ${backend}`);
+      ctx.err(`[comlrl eval] ${taskName}: ${items.length} eval items × ${samples} sample(s), ${config.trainerConfig.num_turns} turn(s), ${root ? `trained agents ${root}` : 'base models'} · backend ${backend}`);
       const t0 = performance.now();
-      const batchSize = tc.eval_batch_size;
-      const rng = rngFor(config.seed, 'eval');
-      const episodes: AnyEpisode[] = [];
-      const bar = new ProgressBar({ total: repeated.length, label: 'eval', ...(ctx.progress ? { stream: ctx.progress } : {}) });
-      const interrupts = handleInterrupts(ctx.err, 'stopping after the current batch of episodes; no metrics are written');
-      try {
-        // Batch by batch (one shared RNG, so the episodes are those of a single call): progress
-        // between batches, and a Ctrl-C is acted on at the next batch.
-        for (let b = 0; b < repeated.length; b += batchSize) {
-          const eps = await runEvalEpisodes<unknown, unknown>({
-            agents,
-            env: task.env,
-            tasks: repeated.slice(b, b + batchSize),
-            numTurns,
-            batchSize,
-            settings: { ...generationSettingsOf(tc), greedy },
-            rng,
-            discount: tc.discount,
-            // MAGRPO's threshold prunes its rollout tree; its eval episodes play every turn (as its trainer does).
-            earlyTerminationThreshold: config.trainer === 'magrpo' ? null : config.trainerConfig.early_termination_threshold,
-          });
-          episodes.push(...eps);
-          bar.update(episodes.length, { reward: episodes.reduce((s, e) => s + episodeReward(e), 0) / episodes.length });
-          testPauseBlocking('eval-batch', episodes.length);
-          await yieldToEventLoop();
-          if (interrupts.signal.aborted && episodes.length < repeated.length) {
-            bar.finish();
-            ctx.err(`[comlrl eval] interrupted after ${episodes.length} of ${repeated.length} episodes; nothing written (run it again to evaluate)`);
-            return 130;
-          }
-        }
-      } finally {
-        bar.finish();
-        interrupts.dispose();
-      }
+      const episodes = await playEvalBatches(request, task, agents, repeated, ctx);
+      if (episodes === null) return 130;
       const grouped: AnyEpisode[][] = items.map((_, j) => episodes.slice(j * samples, (j + 1) * samples));
       const metrics: Record<string, number> = {
-        ...task.paperMetrics(grouped, ks),
+        ...task.paperMetrics(grouped, request.ks),
         episode_reward_mean: episodes.reduce((s, e) => s + episodeReward(e), 0) / episodes.length,
         eval_items: items.length,
         samples_per_item: samples,
         seconds: (performance.now() - t0) / 1000,
       };
-      const report = {
-        task: task0,
-        models: root ?? 'base',
-        agents: dirs,
-        backend,
-        greedy,
-        metrics,
-      };
       for (const [k, v] of Object.entries(metrics)) ctx.out(`${k.padEnd(32)} ${formatNumber(v)}`);
       if (out !== undefined) {
+        const report = { task: taskName, models: root ?? 'base', agents: dirs, backend, greedy: request.greedy, metrics };
         await fs.mkdir(path.dirname(path.resolve(out)), { recursive: true });
         await writeFileAtomically(out, `${JSON.stringify(report, null, 2)}\n`);
         ctx.err(`[comlrl eval] wrote ${out}`);
@@ -185,6 +215,8 @@ export async function evalCommand(argv: readonly string[], ctx: CommandContext):
     } finally {
       for (const a of agents) a.model.dispose();
     }
+  } catch (err) {
+    throw inMemoryCrashWords(err, activeBackend(), budgetBytes(memorySettingsOf(config.memory)));
   } finally {
     await task.close();
   }

@@ -1,4 +1,8 @@
 import { existsSync } from 'node:fs';
+import { activeBackend } from '../../src/backend/init.js';
+import { memorySettingsOf } from '../../src/config/schema.js';
+import { inMemoryCrashWords } from '../../src/memory/errors.js';
+import { budgetBytes } from '../../src/memory/settings.js';
 import { loadConfig } from '../schemas.js';
 import { commandArgs, formatUsage, intOpt, listOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
 import { NoCheckpointError, resolveResume, runDirConfigFile, runTraining, type ResumePoint } from '../run.js';
@@ -73,6 +77,8 @@ export async function trainCommand(argv: readonly string[], ctx: CommandContext)
     // A Ctrl-C is an interruption (130) even when --stop-after was given and not yet reached.
     if (result.completed) return 0;
     return stopAfter !== undefined && !interrupts.signal.aborted ? 0 : 130;
+  } catch (err) {
+    throw inMemoryCrashWords(err, activeBackend(), budgetBytes(memorySettingsOf(config.memory)));
   } finally {
     interrupts.dispose();
   }

@@ -1,59 +1,74 @@
 /**
- * Run callbacks, as the Hugging Face Trainer's: the run loop reports each training item's end to a
- * list of callbacks, each with one job (progress bar, checkpoints, stopping). A stop request (the
- * `--stop-after` step, or Ctrl-C / SIGTERM) is decided once per item and passed to all of them.
+ * The callbacks of a CLI training run, one job each (the trainers' {@link TrainerCallback}s): stop
+ * on `--stop-after` or a signal, draw the progress bar, ask for checkpoints. The other jobs have
+ * theirs beside what they serve: the eval before and after training (evaluation.ts), the rewards
+ * the bar shows (metrics.ts), the test pauses (../test-pause.ts).
  */
-import type { ProgressBar } from '../../src/logging/progress.js';
+import { ProgressBar, type ProgressStream } from '../../src/logging/progress.js';
+import type { TrainerCallback } from '../../trainers/core/callbacks.js';
+import { yieldToEventLoop } from '../interrupt.js';
 import type { Checkpointer } from './checkpoints.js';
-
-/** The end of one training item. */
-export interface ItemEnd {
-  /** Training items done since the start of the run. */
-  readonly step: number;
-  /** A stop was requested: the run ends after this item (with a checkpoint). */
-  readonly stop: boolean;
-}
-
-/** Something the run loop calls at every item end, in list order. */
-export interface RunCallback {
-  onItemEnd(event: ItemEnd): Promise<void> | void;
-}
-
-/** Thrown by {@link stopCallback} to end the training loop early. */
-export class StopRun extends Error {
-  constructor() {
-    super('stop requested');
-    this.name = 'StopRun';
-  }
-}
 
 /** Whether a stop is requested at `step`: `stopAfter` reached, or the signal aborted. */
 export function stopRequested(step: number, stopAfter: number | undefined, signal: AbortSignal | undefined): boolean {
   return (stopAfter !== undefined && step >= stopAfter) || signal?.aborted === true;
 }
 
-/** Moves the progress bar (unless the run prints every metrics row instead). */
-export function progressCallback(bar: ProgressBar, info: () => { reward?: number | undefined; eval?: number | undefined }, verbose: boolean): RunCallback {
+/**
+ * Stops the run (with a checkpoint: see {@link checkpointCallback}) once it reaches `stopAfter` or
+ * when `signal` is aborted (Ctrl-C, SIGTERM). A run that starts at or past `stopAfter` trains
+ * nothing; a signal is looked at only at item ends, after letting its handler run.
+ */
+export function stopCallback(stopAfter: number | undefined, signal: AbortSignal | undefined): TrainerCallback {
   return {
+    onTrainBegin: ({ step }, control) => {
+      if (stopAfter !== undefined && step >= stopAfter) control.stop = true;
+    },
+    onItemEnd: async ({ step }, control) => {
+      // Let a pending Ctrl-C / SIGTERM handler run: the item's tensor work never yields.
+      await yieldToEventLoop();
+      if (stopRequested(step, stopAfter, signal)) control.stop = true;
+    },
+  };
+}
+
+/** Options of {@link progressCallback}. */
+export interface ProgressOptions {
+  readonly label: string;
+  /** Where the bar draws (default: stderr). */
+  readonly stream?: ProgressStream | undefined;
+  /** The run prints every metrics row instead: the bar stays hidden. */
+  readonly verbose: boolean;
+  /** The live values shown beside the bar. */
+  readonly info: () => { reward?: number | undefined; eval?: number | undefined };
+}
+
+/** The progress bar: starts at the run's step, moves at every item end, ends with training. */
+export function progressCallback(o: ProgressOptions): TrainerCallback {
+  let bar: ProgressBar | null = null;
+  return {
+    onTrainBegin: ({ step, totalSteps }) => {
+      bar = new ProgressBar({ total: Math.max(1, totalSteps), initial: step, label: o.label, ...(o.stream ? { stream: o.stream } : {}) });
+      if (!o.verbose) bar.update(step, o.info());
+    },
     onItemEnd: ({ step }) => {
-      if (!verbose) bar.update(step, info());
+      if (!o.verbose) bar?.update(step, o.info());
+    },
+    onTrainEnd: () => {
+      bar?.finish();
     },
   };
 }
 
-/** Writes a checkpoint every `saveSteps` items (0: never) and when the run stops early. */
-export function checkpointCallback(checkpointer: Checkpointer, saveSteps: number): RunCallback {
+/**
+ * Asks for a checkpoint every `saveSteps` items (0: never) and when the run stops early (after
+ * {@link stopCallback}, earlier in the list, decided it), unless this step already has one.
+ */
+export function checkpointCallback(checkpointer: Checkpointer, saveSteps: number): TrainerCallback {
   return {
-    onItemEnd: async ({ step, stop }) => {
+    onItemEnd: ({ step }, control) => {
       const due = saveSteps > 0 && step % saveSteps === 0;
-      if ((due || stop) && step !== checkpointer.lastStep) await checkpointer.write(step);
+      if ((due || control.stop) && step !== checkpointer.lastStep) control.save = true;
     },
   };
 }
-
-/** Ends the loop when a stop was requested (after the callbacks before it, e.g. the checkpoint). */
-export const stopCallback: RunCallback = {
-  onItemEnd: ({ stop }) => {
-    if (stop) throw new StopRun();
-  },
-};

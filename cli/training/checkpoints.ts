@@ -1,14 +1,17 @@
 /**
- * Checkpointing during a run: one atomic checkpoint directory per save (weights, trainer and
- * optimizer state, run state, config), the oldest ones dropped past `output.save_total_limit`, and
- * the plots refreshed alongside (at most once a minute: rendering grows with the log).
+ * Checkpointing during a run: one checkpoint per save, as the library writes it
+ * (trainers/core/checkpoint.ts: weights, trainer and optimizer state, manifest, atomically) with the
+ * run's own files beside (run state, config), the oldest ones dropped past
+ * `output.save_total_limit`, and the plots refreshed alongside (at most once a minute: rendering
+ * grows with the log).
  */
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { checkpointName, listCheckpoints, writeCheckpointAtomically } from '../../src/checkpoint/atomic.js';
+import { checkpointName } from '../../src/checkpoint/atomic.js';
 import { runConfigToDocument } from '../../src/config/schema.js';
 import { writePlots } from '../../src/logging/plots.js';
-import type { TypedRunConfig } from '../schemas.js';
+import { pruneCheckpoints, writeCheckpoint } from '../../trainers/core/checkpoint.js';
+import type { RunConfig } from '../schemas.js';
 import { testPause } from '../test-pause.js';
 import type { TokenCounter, TrainerHandle } from '../trainer.js';
 import type { RunMetrics } from './metrics.js';
@@ -31,7 +34,7 @@ export class Checkpointer {
     private readonly o: {
       readonly runDir: string;
       readonly checkpointsDir: string;
-      readonly config: TypedRunConfig;
+      readonly config: RunConfig;
       readonly hash: string;
       readonly trainer: TrainerHandle;
       readonly metrics: RunMetrics;
@@ -48,20 +51,23 @@ export class Checkpointer {
     const { config, hash, trainer, metrics } = this.o;
     const dir = path.join(this.o.checkpointsDir, checkpointName(step));
     const elapsed = this.o.elapsedSeconds();
-    await writeCheckpointAtomically(dir, { step, configHash: hash }, async (tmp) => {
-      await metrics.withoutLogging(() => trainer.save(tmp));
-      await testPause('checkpoint-write', step);
-      await trainer.writeState(tmp);
-      const rs = { step, cursor: trainer.cursor, env_step: trainer.envSteps, metrics_rows: metrics.rows().length, elapsed_s: elapsed, tokens: this.o.counter.total, trainer: config.trainer, config_hash: hash };
-      await fs.writeFile(path.join(tmp, RUN_STATE_FILE), `${JSON.stringify(rs, null, 2)}\n`);
-      await fs.writeFile(path.join(tmp, CHECKPOINT_CONFIG_FILE), `${JSON.stringify(runConfigToDocument(config), null, 2)}\n`);
-    });
+    // Nothing the trainer logs while saving goes into the run's metrics (a checkpoint is not the final model).
+    await metrics.withoutLogging(() =>
+      writeCheckpoint(trainer.trainer, dir, {
+        step,
+        configHash: hash,
+        beforeManifest: async (tmp) => {
+          await testPause('checkpoint-write', step);
+          const rs = { step, cursor: trainer.cursor, env_step: trainer.envSteps, metrics_rows: metrics.rows().length, elapsed_s: elapsed, tokens: this.o.counter.total, trainer: config.trainer, config_hash: hash };
+          await fs.writeFile(path.join(tmp, RUN_STATE_FILE), `${JSON.stringify(rs, null, 2)}\n`);
+          await fs.writeFile(path.join(tmp, CHECKPOINT_CONFIG_FILE), `${JSON.stringify(runConfigToDocument(config), null, 2)}\n`);
+        },
+      }),
+    );
     this.lastStep = step;
     this.written.push(dir);
     const limit = config.output.save_total_limit;
-    if (limit !== null) {
-      for (const old of (await listCheckpoints(this.o.checkpointsDir)).slice(limit)) await fs.rm(old, { recursive: true, force: true });
-    }
+    if (limit !== null) await pruneCheckpoints(this.o.checkpointsDir, limit);
     if (config.output.plots && performance.now() - this.lastPlot > PLOT_INTERVAL_MS) {
       this.lastPlot = performance.now();
       await writePlots(this.o.runDir, metrics.rows(), { title: `${config.dataset.task} · ${config.trainer}` }).catch(() => []);

@@ -1,12 +1,15 @@
 /**
  * Evaluation around training: the eval before training and after it, summarised (mean episode
- * reward over the eval episodes) and kept in the run directory's eval.json.
+ * reward over the eval episodes) and kept in the run directory's eval.json, by a callback of the
+ * run (its train begin and end).
  */
 import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import { writeFileAtomically } from '../../src/checkpoint/atomic.js';
+import { formatNumber } from '../../src/logging/format.js';
 import { episodeReward } from '../../src/tasks/metrics.js';
-import type { MetricRecord } from '../../trainers/common/metrics.js';
+import type { TrainerCallback } from '../../trainers/core/callbacks.js';
+import type { MetricRecord } from '../../trainers/core/metrics.js';
 import type { AnyEpisode } from '../tasks.js';
 import { cursorStep, type TrainerHandle } from '../trainer.js';
 
@@ -52,4 +55,43 @@ export async function evaluateNow(trainer: TrainerHandle): Promise<EvalSummary> 
 /** Writes eval.json. */
 export async function writeEvalRecord(file: string, record: EvalRecord): Promise<void> {
   await writeFileAtomically(file, `${JSON.stringify(record, null, 2)}\n`);
+}
+
+/** Options of {@link evaluationCallback}. */
+export interface EvaluationOptions {
+  readonly trainer: TrainerHandle;
+  /** eval.json. */
+  readonly file: string;
+  /** What eval.json holds (a resumed run's "before"); the callback adds to it. */
+  readonly record: EvalRecord;
+  /** Evaluate before training (the train() call then skips its own first evaluation). */
+  readonly before: boolean;
+  /** Evaluate after training, when it finished (not when stopped early). */
+  readonly after: boolean;
+  readonly log: (line: string) => void;
+  /** Receives each summary (the progress bar shows its reward). */
+  readonly onSummary: (summary: EvalSummary) => void;
+}
+
+/** The evaluations before and after training, each written to eval.json as soon as it is done. */
+export function evaluationCallback(o: EvaluationOptions): TrainerCallback {
+  const evaluate = async (): Promise<EvalSummary> => {
+    const s = await evaluateNow(o.trainer);
+    o.onSummary(s);
+    return s;
+  };
+  return {
+    onTrainBegin: async () => {
+      if (!o.before) return;
+      const before = await evaluate();
+      o.record.before = before;
+      o.log(`[comlrl] eval before training: episode reward ${formatNumber(before.episodeReward)} (${before.episodes} episodes)`);
+      await writeEvalRecord(o.file, o.record);
+    },
+    onTrainEnd: async ({ reason }) => {
+      if (reason !== 'finished' || !o.after) return;
+      o.record.after = await evaluate();
+      await writeEvalRecord(o.file, o.record);
+    },
+  };
 }

@@ -1,12 +1,14 @@
 /**
- * The run's metrics sink: what the trainer logs goes to metrics.jsonl with perf/* columns (tokens/s,
- * memory) added to train rows; it keeps the recent train rewards and the last eval reward for the
- * progress bar, and can be muted (a checkpoint's own save logs nothing).
+ * The run's metrics: the trainer's sink, which writes what it logs to metrics.jsonl with perf/*
+ * columns (tokens/s, memory) added to train rows and can be muted (a checkpoint's own save logs
+ * nothing); and a callback that keeps the recent train rewards and the last eval reward for the
+ * progress bar.
  */
 import { formatSummary } from '../../src/logging/format.js';
 import { peakMemory, sampleMemory } from '../../src/logging/memory.js';
 import type { MetricsLogger, MetricsRow, MetricValue } from '../../src/logging/metrics.js';
-import type { MetricRecord, MetricsSink } from '../../trainers/common/metrics.js';
+import type { LogEvent, TrainerCallback } from '../../trainers/core/callbacks.js';
+import type { MetricRecord, MetricsSink } from '../../trainers/core/metrics.js';
 import type { TokenCounter } from '../trainer.js';
 
 /** Sum over turns of `turn_k/reward_mean` in a train row: the row's expected episode reward. */
@@ -35,18 +37,12 @@ export function evalRowReward(row: Readonly<Record<string, MetricValue>>): numbe
   return seen ? sum : undefined;
 }
 
-/** Train rewards the progress bar averages. */
-const RECENT_REWARDS = 16;
-
 /** The trainer's {@link MetricsSink} during a run (see the module comment). */
 export class RunMetrics implements MetricsSink {
   private logger: MetricsLogger | null = null;
   private muted = false;
-  private readonly recentRewards: number[] = [];
   private lastRowTime = performance.now();
   private lastRowTokens = 0;
-  /** The last eval row's summed per-turn reward. */
-  lastEval: number | undefined;
 
   constructor(
     private readonly counter: TokenCounter,
@@ -80,17 +76,10 @@ export class RunMetrics implements MetricsSink {
     this.logger?.log(step, row);
   }
 
-  /** Mean of the recent train rewards, or undefined before the first train row. */
-  recentReward(): number | undefined {
-    const r = this.recentRewards;
-    return r.length > 0 ? r.reduce((a, b) => a + b, 0) / r.length : undefined;
-  }
-
   log(step: number, metrics: MetricRecord): void {
     if (this.muted || !this.logger) return;
     const row: Record<string, MetricValue> = { ...metrics };
-    const isEval = Object.keys(metrics).some((k) => k.startsWith('eval/'));
-    if (!isEval) {
+    if (!isEvalRow(metrics)) {
       const now = performance.now();
       const dt = (now - this.lastRowTime) / 1000;
       const mem = peakMemory();
@@ -102,17 +91,43 @@ export class RunMetrics implements MetricsSink {
       row['perf/num_tensors'] = mem.numTensors;
       this.lastRowTime = now;
       this.lastRowTokens = total;
-      const r = trainRowReward(metrics);
-      if (r !== undefined) {
-        this.recentRewards.push(r);
-        if (this.recentRewards.length > RECENT_REWARDS) this.recentRewards.shift();
-      }
     } else {
       sampleMemory();
-      const r = evalRowReward(metrics);
-      if (r !== undefined) this.lastEval = r;
     }
     const written = this.logger.log(step, row);
     this.verbose?.(formatSummary(written, { maxKeys: 12 }));
+  }
+}
+
+/** Train rewards the progress bar averages. */
+const RECENT_REWARDS = 16;
+
+/** Whether a logged row is an evaluation's (its keys are `eval/...`). */
+function isEvalRow(metrics: Readonly<Record<string, unknown>>): boolean {
+  return Object.keys(metrics).some((k) => k.startsWith('eval/'));
+}
+
+/** Follows the logged rows for the progress bar: the recent train rewards and the last eval reward. */
+export class RewardStats implements TrainerCallback {
+  private readonly recent: number[] = [];
+  /** The last evaluation's summed per-turn reward (or what the run set after its own evaluation). */
+  lastEval: number | undefined;
+
+  onLog({ metrics }: LogEvent): void {
+    if (isEvalRow(metrics)) {
+      const r = evalRowReward(metrics);
+      if (r !== undefined) this.lastEval = r;
+      return;
+    }
+    const r = trainRowReward(metrics);
+    if (r === undefined) return;
+    this.recent.push(r);
+    if (this.recent.length > RECENT_REWARDS) this.recent.shift();
+  }
+
+  /** Mean of the recent train rewards, or undefined before the first train row. */
+  recentReward(): number | undefined {
+    const r = this.recent;
+    return r.length > 0 ? r.reduce((a, b) => a + b, 0) / r.length : undefined;
   }
 }

@@ -9,7 +9,8 @@ import { CheckpointError, listCheckpoints, verifyCheckpoint, MANIFEST_FILE } fro
 import { OPTIMIZER_STATE_FILE, readTrainerState, TRAINER_STATE_FILE } from '../../src/checkpoint/state.js';
 import { stableStringify } from '../../src/config/hash.js';
 import { runConfigIdentity } from '../../src/config/schema.js';
-import type { TypedRunConfig as RunConfig } from '../schemas.js';
+import { agentDir, agentDirName } from '../../trainers/core/save.js';
+import type { RunConfig } from '../schemas.js';
 import { CHECKPOINT_CONFIG_FILE, RUN_STATE_FILE } from './checkpoints.js';
 import { readRunJson, type EvalSummary } from './evaluation.js';
 import { isNonEmptyRun, RUN_FILES, runConfigHash } from './run-dir.js';
@@ -72,7 +73,7 @@ export async function resolveResume(dir: string, config: RunConfig): Promise<Res
     [OPTIMIZER_STATE_FILE, 'optimizer state (AdamW moments)'],
     [TRAINER_STATE_FILE, 'trainer state (counters, dataset cursor, RNG streams, buffers)'],
     [RUN_STATE_FILE, 'run state (step, metrics position)'],
-    ['agent_0', 'agent weights'],
+    [agentDirName(0), 'agent weights'],
   ];
   for (const [file, what] of required) {
     if (!existsSync(path.join(checkpoint, file))) throw new CheckpointError(`damaged checkpoint: missing ${what}: ${file}`, checkpoint);
@@ -102,12 +103,12 @@ export async function resolveResume(dir: string, config: RunConfig): Promise<Res
   const rs = JSON.parse(await fs.readFile(rsPath, 'utf8')) as { step?: unknown; metrics_rows?: unknown; elapsed_s?: unknown; tokens?: unknown };
   if (typeof rs.step !== 'number' || typeof rs.metrics_rows !== 'number') throw new CheckpointError(`${RUN_STATE_FILE} lacks step / metrics_rows`, checkpoint);
   for (let i = 0; i < 64; i++) {
-    const agentDir = path.join(checkpoint, `agent_${i}`);
-    if (!existsSync(agentDir)) break;
+    const dir = agentDir(checkpoint, i);
+    if (!existsSync(dir)) break;
     // LoRA checkpoints hold PEFT adapters (the base comes from the config's model paths).
     const weights = config.model.lora ? ['adapter_config.json', 'adapter_model.safetensors'] : ['config.json', 'model.safetensors'];
     for (const f of [...weights, 'tokenizer.json']) {
-      if (!existsSync(path.join(agentDir, f))) throw new CheckpointError(`agent_${i} lacks ${f}`, checkpoint);
+      if (!existsSync(path.join(dir, f))) throw new CheckpointError(`${agentDirName(i)} lacks ${f}`, checkpoint);
     }
   }
   return {

@@ -6,8 +6,8 @@ import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { configHash } from '../../src/config/hash.js';
-import { runConfigIdentity, type RunConfig as AnyRunConfig } from '../../src/config/schema.js';
-import type { TypedRunConfig as RunConfig } from '../schemas.js';
+import { runConfigIdentity } from '../../src/config/schema.js';
+import type { RunConfig } from '../schemas.js';
 
 /** Files of a run directory. */
 export const RUN_FILES = {
@@ -28,7 +28,7 @@ export function runDirConfigFile(runDir: string): string {
 }
 
 /** The hash stored in checkpoints: the config minus output, backend and memory. */
-export function runConfigHash(config: AnyRunConfig): string {
+export function runConfigHash(config: RunConfig): string {
   return configHash(runConfigIdentity(config));
 }
 

@@ -2,6 +2,7 @@
 import { tldrAggregateMetrics, tldrLoggerMetrics } from '../../rewards/tldr/logger.js';
 import { loadTLDRRows, paperSplits } from '../../src/data/tasks.js';
 import { lastRawReward, requireDatasetPath } from '../../src/tasks/metrics.js';
+import { taggedRolesAdapter } from '../../src/decpomdp/centralized.js';
 import type { PlayedEpisode } from '../../src/tasks/spec.js';
 import { defineTask } from '../../src/tasks/spec.js';
 import { mean } from '../../src/util/stats.js';
@@ -43,6 +44,8 @@ export const taskSpec = defineTask({
       evalCallbacks: [(eps) => ({ 'tldr/score': mean(eps.map(lastRawReward)) })],
       paperMetrics: (samples) => score(samples.flat()),
       close: async () => {},
+      // CentralizedMAGRPO: one policy writes both summaries, each after its tag (role 0 the concise one).
+      centralized: taggedRolesAdapter({ roleNames: ['Summary', 'Elaboration'] }),
     };
   },
 });

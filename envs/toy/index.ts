@@ -1,2 +1,3 @@
 export * from './task.js';
 export * from './env.js';
+export * from './centralized.js';

@@ -4,6 +4,7 @@
 import { defineTask } from '../../src/tasks/spec.js';
 import { episodeReward, lastRawReward, sliceItems } from '../../src/tasks/metrics.js';
 import { mean } from '../../src/util/stats.js';
+import { toyCentralizedAdapter } from './centralized.js';
 import { ToyCoordEnv } from './env.js';
 import { toyTasks, toyTrainTasks, type ToyTask } from './task.js';
 
@@ -37,6 +38,7 @@ export const taskSpec = defineTask({
         };
       },
       close: async () => {},
+      centralized: toyCentralizedAdapter,
     };
   },
 });

@@ -3,15 +3,27 @@ import * as tf from '@tensorflow/tfjs';
 // Small differentiable primitives that route around the wasm backend's slow or missing kernels
 // (backend-findings §3.3/§3.4). They are numerically the plain tfjs ops on every backend.
 
-type Saver = (tensors: tf.Tensor[]) => void;
-type GradResult = { value: tf.Tensor; gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => tf.Tensor[] };
+/** What tfjs hands a custom op to keep tensors for its gradient (they come back as `saved`). */
+export type GradientSaver = (tensors: tf.Tensor[]) => void;
 
-// tf.customGrad's public typing mixes tensors and the save callback in one rest array.
-function custom(f: (inputs: tf.Tensor[], save: Saver) => GradResult): (...inputs: tf.Tensor[]) => tf.Tensor {
-  return tf.customGrad(((...args: Array<tf.Tensor | Saver>) => {
-    const save = args[args.length - 1] as Saver;
-    return f(args.slice(0, -1) as tf.Tensor[], save);
-  }) as Parameters<typeof tf.customGrad>[0]);
+/** A custom op's value, and the gradients of its inputs (one per input, in order) given `dy`. */
+export interface CustomGradient<T extends tf.Tensor> {
+  readonly value: T;
+  readonly gradFunc: (dy: T, saved: tf.Tensor[]) => tf.Tensor | tf.Tensor[];
+}
+
+/**
+ * An op with a hand-written gradient, typed: `f(inputs, save)` gets the op's tensor inputs as the
+ * tuple `I` it is called with. Every custom gradient of comlrl is made here, because
+ * tf.customGrad's own typing puts the inputs and the save callback in one rest array.
+ */
+export function custom<I extends tf.Tensor[], T extends tf.Tensor = tf.Tensor>(f: (inputs: I, save: GradientSaver) => CustomGradient<T>): (...inputs: I) => T {
+  return tf.customGrad<T>((...args) => {
+    const save = args[args.length - 1];
+    if (typeof save !== 'function') throw new Error('custom: tfjs passed no save callback');
+    // tfjs passes the op's inputs in call order, then the callback: the tuple the op was called with.
+    return f(args.slice(0, -1) as I, save);
+  });
 }
 
 /** Swaps the last two axes with an explicit transpose (no transpose flags on matMul). */

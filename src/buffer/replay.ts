@@ -45,6 +45,10 @@ export interface AgentTransition {
   readonly target: number;
   /** Discounted Monte-Carlo return G_t (logging only). */
   readonly return: number;
+  /** KL of a_{i,t} to the agent's reference policy, when the trainer measures it (logging; the penalty is already in the reward). */
+  readonly referenceKl?: number;
+  /** The reference policy's log-prob of each token of a_{i,t} (the actor's KL loss term, `kl_mode: loss`). */
+  readonly referenceLogProbs?: readonly number[];
 }
 
 /** The centralized critic's part of a joint transition (CoLLM-CC). */

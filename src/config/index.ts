@@ -1,3 +1,4 @@
 export * from './hash.js';
 export * from './schema.js';
 export * from './load.js';
+export * from './trainers.js';

@@ -4,7 +4,7 @@
 import { readFileSync } from 'node:fs';
 import { parseDocument } from 'yaml';
 import { decodeUtf8, describeUtf8Problem } from '../data/utf8.js';
-import { ConfigError, parseRunConfig, type RunConfigOf, type RunConfigSchemas } from './schema.js';
+import { ConfigError, parseRunConfig, type RunConfig, type RunConfigSchemas } from './schema.js';
 
 /**
  * Reads a YAML or JSON config file into a plain object (JSON is YAML, so one parser serves both).
@@ -109,8 +109,8 @@ export function applyOverrides(doc: Record<string, unknown>, overrides: readonly
   return out;
 }
 
-/** Reads, overrides and validates a config file in one call. */
-export function loadRunConfig<S extends RunConfigSchemas>(file: string, overrides: readonly string[], schemas: S): RunConfigOf<S> {
+/** Reads, overrides and validates a config file in one call (`schemas`: see {@link parseRunConfig}). */
+export function loadRunConfig(file: string, overrides: readonly string[], schemas?: RunConfigSchemas): RunConfig {
   const doc = applyOverrides(readConfigFile(file), overrides);
   return parseRunConfig(doc, schemas, file);
 }

@@ -3,23 +3,31 @@
  * JSON document, validated with zod. Every object is strict, so a misspelt key is an error naming
  * its dotted path instead of a silently ignored setting.
  *
- * The trainer sections (`magrpo:`, `collm_dc:`, `collm_cc:`) are validated with the trainers' own
- * schemas, which the caller passes in ({@link RunConfigSchemas}): src does not import trainers/.
+ * The trainer sections (`magrpo:`, `collm_dc:`, `collm_cc:`, or a section a registered trainer
+ * adds) are validated with the trainers' own schemas, which the trainer registry holds
+ * (./trainers.ts; `comlrl/trainers` and the CLI register the built-in ones): src does not import trainers/.
  */
 import { z } from 'zod';
 import { BACKEND_CHOICES, type BackendChoice } from '../backend/init.js';
 import { DEFAULT_MEMORY_SETTINGS, parseBytes, type MemorySettings } from '../memory/settings.js';
 import { loraSectionSchema } from '../model/lora/config.js';
 import { findTask, registeredTasks, taskNames } from '../tasks/registry.js';
+import { stableStringify } from './hash.js';
+import { findTrainerSection, LATER_TRAINER_FIELD_DEFAULTS, parseTrainerSection, registeredTrainerSections, trainerSectionNames, type TrainerSectionFields } from './trainers.js';
 
-/** The three trainers, by their CLI names. */
+/**
+ * The built-in trainers, by their CLI names.
+ * @deprecated The trainer registry (`registeredTrainerSections()`, ./trainers.ts) is the source: it
+ * also holds trainers added with `registerTrainer` (comlrl/trainers).
+ */
 export const TRAINER_NAMES = ['magrpo', 'collm-dc', 'collm-cc'] as const;
 /** See {@link TRAINER_NAMES}. */
 export type TrainerName = (typeof TRAINER_NAMES)[number];
 
 /**
- * The config section of each trainer. `iac` / `maac` (CoMLRL's names for CoLLM-DC / CoLLM-CC) are
- * accepted as aliases so a CoMLRL section can be pasted unchanged.
+ * The config section of each built-in trainer. `iac` / `maac` (CoMLRL's names for CoLLM-DC /
+ * CoLLM-CC) are accepted as aliases so a CoMLRL section can be pasted unchanged.
+ * @deprecated The trainer registry (`trainerSectionNames()`, ./trainers.ts) is the source.
  */
 export const TRAINER_SECTIONS: Readonly<Record<string, TrainerName>> = {
   magrpo: 'magrpo',
@@ -64,6 +72,12 @@ const modelSchema = z.strictObject({
   critic_model: path('model.critic_model').optional(),
   /** One critic directory per critic (CoLLM-DC: one per agent; CoLLM-CC: exactly one). */
   critics: z.array(path('model.critics[i]'), { error: 'model.critics must be a list of model directories' }).min(1).optional(),
+  /**
+   * The frozen reference of the reference KL (`reference_kl_enabled`), for every agent. Default:
+   * under LoRA the agent's base with the adapter off; under full fine-tuning the agent's starting
+   * model directory, loaded once more (frozen).
+   */
+  reference_model: path('model.reference_model').optional(),
   /** Sampling defaults; a value set in the trainer section wins. */
   temperature: num('model.temperature').refine((v) => v > 0, { error: 'model.temperature must be > 0' }).optional(),
   top_p: num('model.top_p').refine((v) => v > 0 && v <= 1, { error: 'model.top_p must be in (0, 1]' }).optional(),
@@ -195,14 +209,10 @@ export function memorySettingsOf(section: MemorySection): MemorySettings {
 
 const TRAINER_SECTION_SCHEMA = z.record(z.string(), z.unknown(), { error: 'a trainer section must be a mapping of trainer fields' });
 
+// The trainer sections are not in here: they come from the trainer registry (see parseRunConfig).
 const topSchema = z.strictObject({
   model: modelSchema.optional(),
   dataset: datasetSchema,
-  magrpo: TRAINER_SECTION_SCHEMA.optional(),
-  collm_dc: TRAINER_SECTION_SCHEMA.optional(),
-  iac: TRAINER_SECTION_SCHEMA.optional(),
-  collm_cc: TRAINER_SECTION_SCHEMA.optional(),
-  maac: TRAINER_SECTION_SCHEMA.optional(),
   external: externalSchema.optional(),
   reward_processor: rewardProcessorSchema.optional(),
   task: taskOptionsSchema.optional(),
@@ -242,31 +252,24 @@ export interface RunConfigSections {
 }
 
 /**
- * The trainers' zod schemas, injected by the caller (src must not import trainers/). Each schema's
- * output type becomes the `trainerConfig` type of its trainer in {@link RunConfigOf}.
+ * The built-in trainers' zod schemas by name, as callers of {@link parseRunConfig} passed them
+ * before the trainer registry held them.
  */
 export type RunConfigSchemas = { readonly [K in TrainerName]: z.ZodType };
 
 /**
- * A validated run config with defaults filled in: a union discriminated by `trainer`, whose
- * `trainerConfig` is that trainer's own parsed config (the output of `schemas[trainer]`), passed
- * through unchanged, with the sampling defaults of `model` and the run `seed` already merged in.
+ * A validated run config with defaults filled in. `trainer` names a registered trainer and
+ * `trainerConfig` is its section as that trainer's schema parsed it (defaults filled, snake_case
+ * CoMLRL fields), with the sampling defaults of `model` and the run `seed` merged in. It is typed
+ * here by the fields every trainer section has; the trainer registry (comlrl/trainers) hands it to
+ * its trainer typed by that trainer's own schema, unchanged (it is parsed once).
  */
-export type RunConfigOf<S extends RunConfigSchemas> = {
-  readonly [K in TrainerName]: RunConfigSections & {
-    /** Which trainer the config's trainer section selects. */
-    readonly trainer: K;
-    /** The trainer section after the trainer's own schema (defaults filled, snake_case CoMLRL fields). */
-    readonly trainerConfig: z.output<S[K]>;
-  };
-}[TrainerName];
-
-/**
- * A run config whose trainer sections are not typed here (src does not know the trainers'
- * schemas): what the generic parts (serialization, hashing) take. The CLI's typed config is
- * `RunConfigOf<typeof TRAINER_CONFIG_SCHEMAS>`.
- */
-export type RunConfig = RunConfigOf<RunConfigSchemas>;
+export type RunConfig = RunConfigSections & {
+  /** Which registered trainer the config's trainer section selects, e.g. 'magrpo'. */
+  readonly trainer: string;
+  /** The trainer section after the trainer's own schema. */
+  readonly trainerConfig: TrainerSectionFields;
+};
 
 /** One problem of a config file: the dotted key path and the message. */
 export interface ConfigFileIssue {
@@ -305,9 +308,8 @@ function dotted(prefix: string, p: readonly PropertyKey[]): string {
   return out === '' ? '(top level)' : out;
 }
 
-/** Allowed keys of each strict object, by dotted path, for "unknown key" messages. */
+/** Allowed keys of each strict object, by dotted path, for "unknown key" messages (the top level: {@link topLevelKeys}). */
 const ALLOWED_KEYS: Record<string, readonly string[]> = {
-  '': Object.keys(topSchema.shape),
   model: Object.keys(modelSchema.shape),
   dataset: Object.keys(datasetSchema.shape),
   external: Object.keys(externalSchema.shape),
@@ -340,10 +342,24 @@ export function zodIssues(error: z.ZodError, prefix = '', allowed?: (path: strin
   return out;
 }
 
+/** The keys a config may have at the top level: the fixed sections with the registered trainers' sections after `dataset`. */
+function topLevelKeys(): string[] {
+  const [model, dataset, ...rest] = Object.keys(topSchema.shape);
+  return [model, dataset, ...trainerSectionNames().map(([section]) => section), ...rest];
+}
+
+/** "magrpo:, collm_dc: (alias iac:) or collm_cc: (alias maac:)": the registered trainers' sections. */
+function sectionChoices(): string {
+  const choices = registeredTrainerSections().map((t) => `${t.section}:${t.aliases?.length ? ` (alias ${t.aliases.map((a) => `${a}:`).join(', ')})` : ''}`);
+  return choices.length <= 1 ? choices.join('') : `${choices.slice(0, -1).join(', ')} or ${choices[choices.length - 1]}`;
+}
+
 /**
  * Validates a parsed config document (plain object from YAML/JSON) and fills defaults.
  *
- * Rules beyond the schemas: exactly one trainer section; `model.agent_model` xor `model.agents`;
+ * Rules beyond the schemas: exactly one trainer section, of a registered trainer (./trainers.ts),
+ * parsed by that trainer's schema; a trainer without critics takes no critic keys in `model`;
+ * `model.agent_model` xor `model.agents`;
  * `model.critic_model` xor `model.critics`; `dataset.task` must be a registered task (src/tasks:
  * the folders under envs/ once `comlrl/envs` or the CLI has loaded); `external.mode` must be one of
  * the task's modes, an `external` or `task:` key another task reads is an error naming that task,
@@ -351,30 +367,49 @@ export function zodIssues(error: z.ZodError, prefix = '', allowed?: (path: strin
  * sampling values in `model` fill trainer fields the trainer section leaves unset; the top-level
  * `seed` sets the trainer's `seed` (setting both to different values is an error).
  *
+ * @param schemas optional, as callers passed the built-in trainers' schemas before the registry
+ *   held them: each must be the one registered under its name (else an Error).
  * @throws ConfigError listing every problem by dotted key path.
  */
-export function parseRunConfig<S extends RunConfigSchemas>(raw: unknown, schemas: S, source?: string): RunConfigOf<S> {
+export function parseRunConfig(raw: unknown, schemas?: RunConfigSchemas, source?: string): RunConfig {
   if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) {
-    throw new ConfigError([{ key: '(top level)', message: 'the config must be a mapping of sections (model, dataset, magrpo | collm_dc | collm_cc, ...)' }], source);
+    throw new ConfigError([{ key: '(top level)', message: `the config must be a mapping of sections (model, dataset, ${registeredTrainerSections().map((t) => t.section).join(' | ') || 'a trainer section'}, ...)` }], source);
   }
-  const top = topSchema.safeParse(raw, { reportInput: true });
-  if (!top.success) throw new ConfigError(zodIssues(top.error, '', (p) => ALLOWED_KEYS[p]), source);
+  for (const [name, schema] of Object.entries(schemas ?? {})) {
+    if (findTrainerSection(name)?.schema !== schema) throw new Error(`parseRunConfig: the schema given for trainer '${name}' is not the one registered for it (the trainer registry's parses its section)`);
+  }
+  // The trainer sections are taken out first: which keys they are depends on the registered trainers.
+  const sectionNames = new Map(trainerSectionNames());
+  const rest: Record<string, unknown> = {};
+  const given: [string, unknown][] = [];
+  for (const [k, v] of Object.entries(raw)) {
+    if (!sectionNames.has(k)) rest[k] = v;
+    else if (v !== undefined) given.push([k, v]);
+  }
+  const top = topSchema.safeParse(rest, { reportInput: true });
+  const topIssues = top.success ? [] : zodIssues(top.error, '', (p) => (p === '' ? topLevelKeys() : ALLOWED_KEYS[p]));
+  const rawSections = new Map<string, Readonly<Record<string, unknown>>>();
+  for (const [k, v] of given) {
+    const r = TRAINER_SECTION_SCHEMA.safeParse(v, { reportInput: true });
+    if (r.success) rawSections.set(k, r.data);
+    else topIssues.push(...zodIssues(r.error, k));
+  }
+  if (!top.success || topIssues.length > 0) throw new ConfigError(topIssues, source);
   const cfg = top.data;
   const issues: ConfigFileIssue[] = [];
 
-  const sections = Object.keys(TRAINER_SECTIONS).filter((k) => (cfg as Record<string, unknown>)[k] !== undefined);
+  const sections = [...rawSections.keys()];
   if (sections.length !== 1) {
+    const none = sectionNames.size === 0 ? "no trainers are registered: import 'comlrl/trainers' (the built-in trainers) or register one with registerTrainer" : `missing trainer section: add one of ${sectionChoices()}`;
     issues.push({
       key: sections.length === 0 ? '(top level)' : sections.join(', '),
-      message:
-        sections.length === 0
-          ? 'missing trainer section: add one of magrpo:, collm_dc: (alias iac:) or collm_cc: (alias maac:)'
-          : `exactly one trainer section is allowed, found ${sections.join(' and ')}`,
+      message: sections.length === 0 ? none : `exactly one trainer section is allowed, found ${sections.join(' and ')}`,
     });
     throw new ConfigError(issues, source);
   }
-  const section = sections[0];
-  const trainer = TRAINER_SECTIONS[section];
+  const [section, sectionValue] = [...rawSections.entries()][0];
+  const spec = sectionNames.get(section);
+  if (spec === undefined) throw new Error(`parseRunConfig: trainer section '${section}' lost its trainer`);
   const model = cfg.model ?? modelSchema.parse({});
   if (model.agent_model !== undefined && model.agents !== undefined) {
     issues.push({ key: 'model.agents', message: 'set either model.agent_model (one model for every agent) or model.agents (one per agent), not both' });
@@ -382,16 +417,16 @@ export function parseRunConfig<S extends RunConfigSchemas>(raw: unknown, schemas
   if (model.critic_model !== undefined && model.critics !== undefined) {
     issues.push({ key: 'model.critics', message: 'set either model.critic_model or model.critics, not both' });
   }
-  if (trainer === 'magrpo' && model.critic_lora !== undefined) {
-    issues.push({ key: 'model.critic_lora', message: 'MAGRPO has no critic; remove it or use collm_dc / collm_cc' });
-  }
-  if (trainer === 'magrpo' && (model.critic_model !== undefined || model.critics !== undefined)) {
-    issues.push({ key: model.critics !== undefined ? 'model.critics' : 'model.critic_model', message: 'MAGRPO has no critic; remove it or use collm_dc / collm_cc' });
+  if (!spec.usesCritics) {
+    const withCritics = registeredTrainerSections().filter((t) => t.usesCritics).map((t) => t.section);
+    const noCritic = `${spec.label} has no critic; remove it${withCritics.length > 0 ? ` or use ${withCritics.join(' / ')}` : ''}`;
+    if (model.critic_lora !== undefined) issues.push({ key: 'model.critic_lora', message: noCritic });
+    if (model.critic_model !== undefined || model.critics !== undefined) issues.push({ key: model.critics !== undefined ? 'model.critics' : 'model.critic_model', message: noCritic });
   }
   const external = cfg.external ?? {};
-  const spec = findTask(cfg.dataset.task);
+  const task = findTask(cfg.dataset.task);
   let taskOptions: TaskOptionsSection = {};
-  if (spec === undefined) {
+  if (task === undefined) {
     const known = taskNames();
     issues.push({
       key: 'dataset.task',
@@ -402,27 +437,27 @@ export function parseRunConfig<S extends RunConfigSchemas>(raw: unknown, schemas
     });
   } else {
     if (external.mode !== undefined) {
-      const modes = spec.externalModes;
+      const modes = task.externalModes;
       if (!modes.includes(external.mode)) {
         issues.push({
           key: 'external.mode',
-          message: modes.length === 0 ? `task '${spec.name}' has no external feedback modes` : `must be one of ${quoteList(modes)} for task '${spec.name}' (got "${external.mode}")`,
+          message: modes.length === 0 ? `task '${task.name}' has no external feedback modes` : `must be one of ${quoteList(modes)} for task '${task.name}' (got "${external.mode}")`,
         });
       }
     }
     // An option another task reads names its owner (a setting for the wrong task is never ignored).
     for (const k of Object.keys(external)) {
-      if (k === 'mode' || (external as Record<string, unknown>)[k] === undefined || spec.externalOptions.some((o) => o === k)) continue;
+      if (k === 'mode' || (external as Record<string, unknown>)[k] === undefined || task.externalOptions.some((o) => o === k)) continue;
       const owner = registeredTasks().find((t) => t.externalOptions.some((o) => o === k));
-      issues.push({ key: `external.${k}`, message: `${owner ? `a ${owner.label} option` : 'an option no task reads'}; dataset.task is '${spec.name}'` });
+      issues.push({ key: `external.${k}`, message: `${owner ? `a ${owner.label} option` : 'an option no task reads'}; dataset.task is '${task.name}'` });
     }
-    const parsed = parseTaskOptions(spec, cfg.task);
+    const parsed = parseTaskOptions(task, cfg.task);
     issues.push(...parsed.issues);
     taskOptions = parsed.options;
   }
 
   // Trainer section: sampling defaults from `model`, the run seed, then the trainer's own schema.
-  const rawSection = { ...((cfg as Record<string, unknown>)[section] as Record<string, unknown>) };
+  const rawSection: Record<string, unknown> = { ...sectionValue };
   for (const key of ['temperature', 'top_p', 'top_k'] as const) {
     if (!(key in rawSection) && model[key] !== undefined) rawSection[key] = model[key];
   }
@@ -432,19 +467,14 @@ export function parseRunConfig<S extends RunConfigSchemas>(raw: unknown, schemas
     }
     rawSection.seed = cfg.seed;
   }
-  const parsedSection = schemas[trainer].safeParse(rawSection, { reportInput: true });
+  const parsedSection = parseTrainerSection(spec.schema, rawSection);
   if (!parsedSection.success) {
-    issues.push(...zodIssues(parsedSection.error, section, (p) => (p === section ? Object.keys(objectShape(schemas[trainer])) : undefined)));
+    issues.push(...zodIssues(parsedSection.error, section, (p) => (p === section ? Object.keys(objectShape(spec.schema)) : undefined)));
   }
   if (issues.length > 0 || !parsedSection.success) throw new ConfigError(issues, source);
-  const trainerConfig: unknown = parsedSection.data;
-
-  // Every trainer schema has a `seed` field; read defensively since src does not know the schemas.
-  const sectionSeed = trainerConfig !== null && typeof trainerConfig === 'object' ? (trainerConfig as { seed?: unknown }).seed : undefined;
-  const seed = typeof sectionSeed === 'number' ? sectionSeed : (cfg.seed ?? 0);
-  // The trainer and its section's parse come from the same key, which the union type cannot see.
+  const trainerConfig = parsedSection.data;
   return {
-    trainer,
+    trainer: spec.name,
     trainerConfig,
     model,
     dataset: cfg.dataset,
@@ -453,9 +483,9 @@ export function parseRunConfig<S extends RunConfigSchemas>(raw: unknown, schemas
     task: taskOptions,
     output: cfg.output ?? outputSchema.parse({}),
     memory: cfg.memory ?? memorySchema.parse({}),
-    seed,
+    seed: trainerConfig.seed,
     backend: cfg.backend,
-  } as RunConfigOf<S>;
+  };
 }
 
 function quoteList(names: readonly string[]): string {
@@ -529,7 +559,9 @@ function objectShape(schema: z.ZodType): Record<string, unknown> {
  * `--resume` reads back.
  */
 export function runConfigToDocument(config: RunConfig): Record<string, unknown> {
-  const section = config.trainer === 'magrpo' ? 'magrpo' : config.trainer === 'collm-dc' ? 'collm_dc' : 'collm_cc';
+  const trainer = findTrainerSection(config.trainer);
+  if (trainer === undefined) throw new Error(`runConfigToDocument: trainer '${config.trainer}' is not registered`);
+  const section = trainer.section;
   const doc: Record<string, unknown> = {
     model: config.model,
     dataset: config.dataset,
@@ -556,5 +588,13 @@ export function runConfigIdentity(config: RunConfig): Record<string, unknown> {
   delete doc.output;
   delete doc.backend;
   delete doc.memory;
+  // Fields added later, at their defaults, are left out: older checkpoints keep their hash.
+  const section = doc[findTrainerSection(config.trainer)?.section ?? ''];
+  if (section !== null && typeof section === 'object') {
+    const fields = section as Record<string, unknown>;
+    for (const [key, value] of Object.entries(LATER_TRAINER_FIELD_DEFAULTS)) {
+      if (key in fields && stableStringify(fields[key]) === stableStringify(value)) delete fields[key];
+    }
+  }
   return doc;
 }

@@ -12,9 +12,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { CRITIC_INPUT_KNOB } from '../memory/errors.js';
-import { planMicroBatches } from '../memory/plan.js';
 import { gatherRows } from '../backend/ops.js';
-import type { CausalLM } from '../model/types.js';
+import type { CausalLM, PassMemory } from '../model/types.js';
 import type { Tokenizer } from '../tokenizer/types.js';
 import type { CriticHead } from './heads.js';
 
@@ -62,14 +61,17 @@ export class ValueModel {
     }
   }
 
-  /** Values at the last token of each row, [B] (differentiable; call under a tape or tidy). */
-  values(inputs: readonly number[][]): tf.Tensor1D {
+  /**
+   * Values at the last token of each row, [B] (differentiable; call under a tape or tidy). `pass`:
+   * a plan's for these rows (`backbone.planPasses`); default: the backbone's unplanned pass.
+   */
+  values(inputs: readonly number[][], pass?: PassMemory): tf.Tensor1D {
     if (inputs.length === 0) throw new Error('ValueModel.values: empty batch');
     inputs.forEach((row, i) => {
       if (row.length === 0) throw new Error(`ValueModel.values: input row ${i} is empty (a critic needs at least one token)`);
     });
     return tf.tidy(() => {
-      const hidden = this.backbone.hiddenStates(inputs.map((r) => [...r]));
+      const hidden = this.backbone.hiddenStates(inputs.map((r) => [...r]), pass);
       const picked = readHiddenAt(hidden, inputs.map((r) => r.length - 1));
       return this.head.apply(picked);
     });
@@ -81,14 +83,14 @@ export class ValueModel {
    */
   async predict(inputs: readonly number[][], batchSize: number | null = null): Promise<number[]> {
     const out: number[] = [];
-    const batches = planMicroBatches(this.backbone, inputs, (r) => ({ width: r.length, scored: 0 }), {
+    const plan = this.backbone.planPasses(inputs, (r) => ({ width: r.length, scored: 0 }), {
       label: 'critic values',
       backward: false,
       maxRows: batchSize,
       knobs: [CRITIC_INPUT_KNOB],
     });
-    for (const batch of batches) {
-      const v = this.values(batch);
+    for (const batch of plan.batches) {
+      const v = this.values(batch, plan.pass);
       out.push(...(await v.data()));
       v.dispose();
     }

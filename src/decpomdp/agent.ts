@@ -19,4 +19,10 @@ export interface Agent {
   readonly tokenizer: Tokenizer;
   /** Render observations through the tokenizer's chat template (false: raw text). */
   readonly chat: ChatFormat | false;
+  /**
+   * The frozen reference policy of the reference KL (`reference_kl_enabled`), same tokenizer; the
+   * caller owns it. Absent: a LoRA agent's base with the adapter off, else a frozen copy the
+   * trainer makes of the agent's weights when it is built.
+   */
+  readonly reference?: CausalLM;
 }

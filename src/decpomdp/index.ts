@@ -5,4 +5,5 @@ export * from './staged.js';
 export * from './batch.js';
 export * from './reward-processor.js';
 export * from './comlrl-adapter.js';
+export * from './centralized.js';
 export * from './load-agent.js';

@@ -60,20 +60,36 @@ const BACKEND_CRASHES = [
   /RuntimeError: unreachable/i,
 ];
 
-/** Whether an error is a backend running out of memory (rather than a bug of ours or the user's). */
+/** A backend memory crash said in words (see {@link backendMemoryError}); `cause` is the backend's error. */
+export class BackendMemoryError extends Error {}
+
+/**
+ * Whether an error is a backend running out of memory (rather than a bug of ours or the user's)
+ * that is not yet said in words.
+ */
 export function isBackendMemoryCrash(err: unknown): boolean {
+  if (err instanceof BackendMemoryError) return false;
   const text = err instanceof Error ? `${err.name}: ${err.message}` : String(err);
   return BACKEND_CRASHES.some((re) => re.test(text));
 }
 
 /** The plain-words error for a backend memory crash, keeping the original as `cause`. */
-export function backendMemoryError(err: unknown, backend: string | null, budget: number): Error {
+export function backendMemoryError(err: unknown, backend: string | null, budget: number): BackendMemoryError {
   const original = err instanceof Error ? err.message : String(err);
   const heap = backend === 'wasm' ? "the wasm backend's heap (4 GiB at most)" : `the ${backend ?? 'tensor'} backend's memory`;
-  return new Error(
+  return new BackendMemoryError(
     `ran out of memory: ${heap} could not hold this step (the backend said: ${original.split('\n')[0]}). ` +
       `comlrl's budget was ${formatBytes(budget)}; its estimates missed this pass. Reduce one of: ${MEMORY_KNOBS.join('; ')}. ` +
       'Checkpoints already written are intact; resume from the last one with `comlrl train --resume`.',
     { cause: err },
   );
+}
+
+/**
+ * `err` said in words ({@link backendMemoryError}) when it is a backend memory crash, else `err`
+ * as it is. Whoever knows the memory settings a run used names its budget: the CLI's commands,
+ * from the run config.
+ */
+export function inMemoryCrashWords(err: unknown, backend: string | null, budget: number): unknown {
+  return isBackendMemoryCrash(err) ? backendMemoryError(err, backend, budget) : err;
 }

@@ -2,13 +2,17 @@
  * Micro-batch plans: which rows run through a model together so that every pass fits the memory
  * budget, and whether layers are recomputed. Gradients of a step are summed over its
  * micro-batches, so a plan changes memory and time, never the loss (up to float rounding).
+ *
+ * The planner is a function of its inputs: it reads the settings it is given and returns its
+ * decision ({@link MicroBatchPlan}, {@link GenerationPlan}), which the caller hands to the passes.
+ * It writes nothing into the model and keeps no state.
  */
 import * as tf from '@tensorflow/tfjs';
 import { torchOnGpu } from '../backend/index.js';
 import { MemoryBudgetError } from './errors.js';
 import { decoderShape, generationBytes, passBytes, variableBytes, type DecoderShape } from './estimate.js';
 import { ramState, reclaimHostMemory, type RamState } from './machine.js';
-import { budgetBytes, memorySettings, type ModelMemoryOptions } from './settings.js';
+import { budgetBytes, type MemorySettings, type PassMemory } from './settings.js';
 
 /** What the planner needs of a model: its trainable variables (and, to estimate, its shapes). */
 export interface PlannableModel {
@@ -40,6 +44,16 @@ export interface MicroBatchOptions {
   readonly extraTrainable?: readonly tf.Variable[];
   /** Knobs particular to these rows, named first when they are refused (see MemoryBudgetError). */
   readonly knobs?: readonly string[];
+  /** The settings the plan follows (a model's own: `CausalLM.memory`). */
+  readonly memory: Readonly<MemorySettings>;
+}
+
+/** What {@link planMicroBatches} decided. */
+export interface MicroBatchPlan<R> {
+  /** The rows, in order, split into the passes that fit. */
+  readonly batches: R[][];
+  /** The attention block, logits chunk and recomputation every one of those passes runs with. */
+  readonly pass: PassMemory;
 }
 
 /** Tensor bytes held right now (0 before a backend is set). */
@@ -59,8 +73,8 @@ export interface FreeTensorMemory {
  * The budget less the tensors held now; off wasm also no more than the machine's RAM leaves
  * (see machine.ts), so that a budget set near the RAM is refused in words, not killed by the system.
  */
-export function freeTensorMemory(): FreeTensorMemory {
-  const budget = budgetBytes();
+export function freeTensorMemory(settings: Pick<MemorySettings, 'budgetBytes'>): FreeTensorMemory {
+  const budget = budgetBytes(settings);
   const fromBudget = budget - heldTensorBytes();
   const backend = tf.getBackend() as string | null | undefined;
   // wasm's heap and a GPU's memory are bounded by the budget alone, not by the machine's RAM.
@@ -74,19 +88,19 @@ export function freeTensorMemory(): FreeTensorMemory {
  * budget, leaves less than `need`: host buffers nobody holds still count in the resident set
  * until V8 collects them, and a refusal must not be made on their account.
  */
-export function freeTensorMemoryFor(need: number): FreeTensorMemory {
-  const free = freeTensorMemory();
+export function freeTensorMemoryFor(need: number, settings: Pick<MemorySettings, 'budgetBytes'>): FreeTensorMemory {
+  const free = freeTensorMemory(settings);
   if (free.ram === null || free.bytes >= need) return free;
   reclaimHostMemory();
-  return freeTensorMemory();
+  return freeTensorMemory(settings);
 }
 
-interface MemoryAware {
-  memory: ModelMemoryOptions;
-}
-
-function isMemoryAware(model: PlannableModel): model is PlannableModel & MemoryAware {
-  return typeof (model as Partial<MemoryAware>).memory === 'object';
+/**
+ * The pass the settings give without a plan (a direct pass, or a model without decoder shapes to
+ * estimate): their attention block and logits chunk, recomputation only when they say `true`.
+ */
+export function unplannedPass(s: Readonly<MemorySettings>): PassMemory {
+  return { attentionBlockBytes: s.attentionBlockBytes, logitsChunkBytes: s.logitsChunkBytes, recompute: s.recompute === true };
 }
 
 /**
@@ -94,8 +108,7 @@ function isMemoryAware(model: PlannableModel): model is PlannableModel & MemoryA
  * of what is free each, divided by `shrink` (at least 1 MiB), so that a small budget shrinks the
  * blocks before it refuses a pass.
  */
-function blockSizes(available: number, shrink = 1): { attentionBlockBytes: number; logitsChunkBytes: number } {
-  const s = memorySettings();
+function blockSizes(s: Readonly<MemorySettings>, available: number, shrink = 1): { attentionBlockBytes: number; logitsChunkBytes: number } {
   const cap = Math.max(2 ** 20, Math.floor(available / 8 / shrink));
   return { attentionBlockBytes: Math.min(s.attentionBlockBytes, cap), logitsChunkBytes: Math.min(s.logitsChunkBytes, cap) };
 }
@@ -105,20 +118,20 @@ function blockSizes(available: number, shrink = 1): { attentionBlockBytes: numbe
 const BLOCK_SHRINKS = [1, 4, 16] as const;
 
 /**
- * Splits `rows` (kept in order) into micro-batches whose passes fit the budget left after the
- * tensors held now, the step's gradient accumulators and any layer uploads, and sets the model's attention block,
- * logits chunk and recomputation accordingly (recomputation under `recompute: 'auto'` only when
- * the largest row needs it).
+ * Splits `rows` (kept in order) into micro-batches whose passes fit the budget of
+ * `options.memory` left after the tensors held now, the step's gradient accumulators and any
+ * layer uploads, and chooses the attention block, logits chunk and recomputation those passes run
+ * with (recomputation under `recompute: 'auto'` only when the largest row needs it).
  * @throws MemoryBudgetError, before anything is allocated, when one row alone does not fit.
  */
-export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], sizeOf: (row: R) => RowSize, options: MicroBatchOptions): R[][] {
-  if (rows.length === 0) return [];
-  const settings = memorySettings();
+export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], sizeOf: (row: R) => RowSize, options: MicroBatchOptions): MicroBatchPlan<R> {
+  const settings = options.memory;
+  if (rows.length === 0) return { batches: [], pass: unplannedPass(settings) };
   const maxRows = options.maxRows ?? (settings.microBatchSize === 'auto' ? Infinity : settings.microBatchSize);
   const shape = decoderShape(model);
-  if (!shape || !isMemoryAware(model)) return chunk(rows, maxRows);
+  if (!shape) return { batches: chunk(rows, maxRows), pass: unplannedPass(settings) };
 
-  let free = freeTensorMemory();
+  let free = freeTensorMemory(settings);
   // Offloaded layer weights come in one layer at a time, beside the pass's activations.
   const uploads = model.frozenLayerUploadBytes ?? 0;
   const reserved = (options.backward ? variableBytes(model.trainableVariables()) + variableBytes(options.extraTrainable ?? []) : 0) + uploads;
@@ -131,7 +144,7 @@ export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], s
     passBytes(
       shape,
       { rows: batch.length, width: Math.max(...batch.map((r) => r.width)), scoredTokens: batch.reduce((a, r) => a + r.scored, 0) },
-      { backward: options.backward, recompute, embeddingsTrainable, ...blockSizes(available, shrink) },
+      { backward: options.backward, recompute, embeddingsTrainable, ...blockSizes(settings, available, shrink) },
     );
 
   const largest = sizes.reduce((a, r) => (r.width > a.width || (r.width === a.width && r.scored > a.scored) ? r : a));
@@ -150,14 +163,14 @@ export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], s
   };
   let { recompute, single } = fitLargest();
   if (single > available && free.ram !== null) {
-    free = freeTensorMemoryFor(single + reserved);
+    free = freeTensorMemoryFor(single + reserved, settings);
     available = free.bytes - reserved;
     ({ recompute, single } = fitLargest());
   }
   if (single > available) {
     throw new MemoryBudgetError(`${options.label} (1 row of ${largest.width} tokens)`, single, available, free.budget, free.ram, options.knobs);
   }
-  model.memory = { ...blockSizes(available, shrink), recompute };
+  const pass: PassMemory = { ...blockSizes(settings, available, shrink), recompute };
 
   const out: R[][] = [];
   let batch: R[] = [];
@@ -173,7 +186,7 @@ export function planMicroBatches<R>(model: PlannableModel, rows: readonly R[], s
     batchSizes.push(sizes[i]);
   });
   out.push(batch);
-  return out;
+  return { batches: out, pass };
 }
 
 function chunk<R>(rows: readonly R[], size: number): R[][] {
@@ -183,23 +196,45 @@ function chunk<R>(rows: readonly R[], size: number): R[][] {
   return out;
 }
 
+/** What a KV-cache generation needs to be planned. */
+export interface GenerationRequest {
+  /** Sequences to generate in all (prompts × samples). */
+  readonly total: number;
+  /** Tokens of the widest prompt. */
+  readonly promptWidth: number;
+  readonly maxNewTokens: number;
+  /** The settings the plan follows (a model's own: `CausalLM.memory`). */
+  readonly memory: Readonly<MemorySettings>;
+  /** What is generated, named in errors. Default `generation`. */
+  readonly label?: string;
+}
+
+/** What {@link planGeneration} decided. */
+export interface GenerationPlan {
+  /** Sequences generated together: all of them when they fit. */
+  readonly batchSize: number;
+  /** The attention block of the prefill passes. */
+  readonly attentionBlockBytes: number;
+}
+
 /**
  * How many sequences of a KV-cache generation run together: all `total` when they fit the
- * budget, else fewer (at most the memory setting `generationBatchSize`).
+ * budget, else fewer (at most the memory setting `generationBatchSize`), and the attention block
+ * their prefill uses.
  * @throws MemoryBudgetError when a single sequence does not fit.
  */
-export function generationBatchSize(model: PlannableModel, total: number, promptWidth: number, maxNewTokens: number, label = 'generation'): number {
-  const settings = memorySettings();
+export function planGeneration(model: PlannableModel, request: GenerationRequest): GenerationPlan {
+  const { total, promptWidth, maxNewTokens, memory: settings } = request;
+  const label = request.label ?? 'generation';
   const cap = settings.generationBatchSize === 'auto' ? total : Math.min(total, settings.generationBatchSize);
   const shape = decoderShape(model);
-  if (!shape) return cap;
-  let free = freeTensorMemory();
+  if (!shape) return { batchSize: cap, attentionBlockBytes: settings.attentionBlockBytes };
+  let free = freeTensorMemory(settings);
   const uploads = model.frozenLayerUploadBytes ?? 0;
-  const firstGuess = generationBytes(shape, 1, promptWidth, maxNewTokens, blockSizes(free.bytes).attentionBlockBytes) + uploads;
-  if (firstGuess > free.bytes) free = freeTensorMemoryFor(firstGuess);
+  const firstGuess = generationBytes(shape, 1, promptWidth, maxNewTokens, blockSizes(settings, free.bytes).attentionBlockBytes) + uploads;
+  if (firstGuess > free.bytes) free = freeTensorMemoryFor(firstGuess, settings);
   const available = free.bytes - uploads;
-  const { attentionBlockBytes } = blockSizes(available);
-  if (isMemoryAware(model)) model.memory = { ...model.memory, attentionBlockBytes };
+  const { attentionBlockBytes } = blockSizes(settings, available);
   // Generation reads every weight in place (Decoder.freeze copies nothing; see matMulWeightT).
   const fits = (n: number) => generationBytes(shape, n, promptWidth, maxNewTokens, attentionBlockBytes) <= available;
   if (!fits(1)) {
@@ -213,5 +248,5 @@ export function generationBatchSize(model: PlannableModel, total: number, prompt
     if (fits(mid)) lo = mid;
     else hi = mid - 1;
   }
-  return lo;
+  return { batchSize: lo, attentionBlockBytes };
 }

@@ -1,19 +1,22 @@
 /**
- * The memory budget and how passes over a model stay inside it. One process-wide setting, like
- * the tfjs backend it describes: the CLI sets it from the run config's `memory` section, library
- * users with {@link configureMemory}.
+ * The memory settings and the budget they give. Settings are a value: a run builds them (the CLI
+ * from the config's `memory` section with `memorySettingsOf`, a script as an object) and gives them
+ * to `loadCausalLM`, whose model carries them into every pass it plans; nothing here is global.
  */
 import * as os from 'node:os';
 import { activeBackend, torchDeviceMemoryBytes } from '../backend/index.js';
 
-/** How one model's passes bound their memory (set from {@link MemorySettings} by the planner). */
-export interface ModelMemoryOptions {
+/**
+ * How one pass over a model bounds its memory: what the planner decides for a set of rows
+ * (`planMicroBatches`) and what the model's passes are given.
+ */
+export interface PassMemory {
   /** Bytes one attention block's score buffers may take (queries are processed in blocks). */
-  attentionBlockBytes: number;
+  readonly attentionBlockBytes: number;
   /** Bytes one chunk of vocabulary logits may take (scoring processes completion tokens in chunks). */
-  logitsChunkBytes: number;
+  readonly logitsChunkBytes: number;
   /** Recompute each decoder layer in the backward pass instead of keeping its activations. */
-  recompute: boolean;
+  readonly recompute: boolean;
 }
 
 /** How comlrl bounds the memory of training and generation. */
@@ -62,19 +65,6 @@ export const DEFAULT_MEMORY_SETTINGS: Readonly<MemorySettings> = {
   frozenBaseDtype: 'float32',
 };
 
-let current: MemorySettings = { ...DEFAULT_MEMORY_SETTINGS };
-
-/** Replaces the given fields of the process-wide memory settings; returns the new settings. */
-export function configureMemory(changes: Partial<MemorySettings>): Readonly<MemorySettings> {
-  current = { ...current, ...changes };
-  return current;
-}
-
-/** The process-wide memory settings. */
-export function memorySettings(): Readonly<MemorySettings> {
-  return current;
-}
-
 /**
  * The default tensor budget of a backend: wasm's heap is a 32-bit address space that stops at
  * 4 GiB (weights included), so 3.5 GiB leaves room for the allocator and the runtime; the other
@@ -90,9 +80,9 @@ export function defaultBudgetBytes(backend: string | null = activeBackend()): nu
   return Math.floor(0.5 * os.totalmem());
 }
 
-/** The budget in force: the setting, else the active backend's default. */
-export function budgetBytes(): number {
-  return current.budgetBytes ?? defaultBudgetBytes();
+/** The budget of `settings`: its `budgetBytes`, else the active backend's default. */
+export function budgetBytes(settings: Pick<MemorySettings, 'budgetBytes'>): number {
+  return settings.budgetBytes ?? defaultBudgetBytes();
 }
 
 /**
@@ -102,10 +92,10 @@ export function budgetBytes(): number {
  * costs a copy per pass, so 'auto' does it only where the heap is the limit and the layers a
  * large part of it. Other backends allocate from the machine's memory anyway.
  */
-export function offloadsFrozenLayers(layerBytes: number, backend: string | null = activeBackend()): boolean {
-  const s = current.offloadFrozenLayers;
+export function offloadsFrozenLayers(layerBytes: number, settings: Pick<MemorySettings, 'offloadFrozenLayers' | 'budgetBytes'>, backend: string | null = activeBackend()): boolean {
+  const s = settings.offloadFrozenLayers;
   if (s !== 'auto') return s;
-  return backend === 'wasm' && layerBytes > budgetBytes() / 4;
+  return backend === 'wasm' && layerBytes > budgetBytes(settings) / 4;
 }
 
 const UNITS: Record<string, number> = { b: 1, kb: 1e3, mb: 1e6, gb: 1e9, tb: 1e12, kib: 2 ** 10, mib: MiB, gib: GiB, tib: 2 ** 40 };

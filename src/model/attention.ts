@@ -5,7 +5,7 @@
  * a 8k-token centralized-critic input needs 256 MB per head for its full score matrix.
  */
 import * as tf from '@tensorflow/tfjs';
-import { batchedMatMulIsFast, paddedCausalBias, rawMatMul, transposeLast2 } from '../backend/index.js';
+import { batchedMatMulIsFast, custom, paddedCausalBias, rawMatMul, transposeLast2 } from '../backend/index.js';
 
 /** Which keys a query may see. */
 export interface AttentionMask {
@@ -83,22 +83,22 @@ export function blockedAttention(
   const rows = attentionBlockRows(b, nh, s, keys, blockBytes);
   const spans = blocks(s, rows);
 
-  const op = tf.customGrad(((qIn: tf.Tensor, kTIn: tf.Tensor, vIn: tf.Tensor, save: (t: tf.Tensor[]) => void) => {
+  const op = custom(([qIn, kTIn, vIn]: [tf.Tensor4D, tf.Tensor4D, tf.Tensor4D], save) => {
     save([qIn, kTIn, vIn]);
     const q5 = tf.reshape(qIn, [b, kv, sh.rep, s, d]);
     const outs = spans.map(([q0, n]) =>
       tf.tidy(() => {
-        const p = blockProbs(queryBlock(q5, sh, q0, n), kTIn as tf.Tensor4D, blockBias(mask, q0, n, s, keys), sh, n);
+        const p = blockProbs(queryBlock(q5, sh, q0, n), kTIn, blockBias(mask, q0, n, s, keys), sh, n);
         return tf.reshape(rawMatMul(p, vIn), [b, kv, sh.rep, n, d]);
       }),
     );
     const joined = outs.length === 1 ? outs[0] : tf.concat(outs, 3);
     return {
-      value: tf.reshape(joined, [b, nh, s, d]),
+      value: tf.reshape<tf.Rank.R4>(joined, [b, nh, s, d]),
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => attentionGrad(dy, saved, mask, sh, spans),
     };
-  }) as unknown as Parameters<typeof tf.customGrad>[0]);
-  return op(q, kT, v) as tf.Tensor4D;
+  });
+  return op(q, kT, v);
 }
 
 /**

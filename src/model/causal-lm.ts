@@ -2,15 +2,15 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { gatherRows, lengthMask, uploadNow } from '../backend/index.js';
-import { generationBatchSize, planMicroBatches } from '../memory/plan.js';
-import { DEFAULT_ATTENTION_BLOCK_BYTES } from './attention.js';
+import { planGeneration, planMicroBatches, unplannedPass, type MicroBatchPlan, type RowSize } from '../memory/plan.js';
+import { DEFAULT_MEMORY_SETTINGS, type MemorySettings, type PassMemory } from '../memory/settings.js';
 import type { DecoderConfig } from './config.js';
 import { Decoder } from './decoder.js';
 import { generateSequences, type GenerationMode } from './generate.js';
-import { chunkedTokenLogProbs, DEFAULT_LOGITS_CHUNK_BYTES } from './lm-head.js';
+import { chunkedTokenLogProbs } from './lm-head.js';
 import { RotaryTables, ropeInverseFrequencies } from './rope.js';
 import { writeSafetensors, type DeferredNamedTensor, type NamedTensor, type SafetensorsDtype } from './safetensors.js';
-import type { Architecture, CausalLM, CompletionScores, GenerationOutput, LoraInfo, ModelMemoryOptions, SamplingOptions } from './types.js';
+import type { Architecture, CausalLM, CompletionScores, GenerationOutput, LoraInfo, PassPlanOptions, SamplingOptions } from './types.js';
 import { expectedWeights, type WeightSpec } from './weights.js';
 import type { LoraAdapter } from './lora/adapter.js';
 import type { FrozenBase } from './lora/base.js';
@@ -40,16 +40,6 @@ export class TfCausalLM implements CausalLM {
   readonly eosTokenIds: readonly number[];
   readonly decoder: Decoder;
   readonly rope: RotaryTables;
-  /** How passes over this model bound their memory (see {@link ModelMemoryOptions}). */
-  memory: ModelMemoryOptions = {
-    attentionBlockBytes: DEFAULT_ATTENTION_BLOCK_BYTES,
-    logitsChunkBytes: DEFAULT_LOGITS_CHUNK_BYTES,
-    recompute: false,
-  };
-  /** Attention block bound of {@link TfCausalLM.memory}, as the generation loop reads it. */
-  get attentionBlockBytes(): number {
-    return this.memory.attentionBlockBytes;
-  }
   private readonly specs: WeightSpec[];
   private readonly vars: Map<string, tf.Variable>;
   private disposed = false;
@@ -70,12 +60,14 @@ export class TfCausalLM implements CausalLM {
    *   every weight becomes a variable), or {@link LoraParts} (LoRA: the model takes ownership of
    *   the adapter and of one reference to the base, and trains only the adapter).
    * @param generationConfig - raw generation_config.json, written back on save when present.
+   * @param memory - the memory settings its passes are planned with (see {@link CausalLM.memory}).
    */
   constructor(
     readonly decoderConfig: DecoderConfig,
     readonly config: Readonly<Record<string, unknown>>,
     weights: ReadonlyMap<string, { shape: number[]; data: Float32Array }> | LoraParts,
     private readonly generationConfig: Readonly<Record<string, unknown>> | null = null,
+    readonly memory: Readonly<MemorySettings> = DEFAULT_MEMORY_SETTINGS,
   ) {
     this.architecture = decoderConfig.architecture;
     this.vocabSize = decoderConfig.vocabSize;
@@ -124,6 +116,36 @@ export class TfCausalLM implements CausalLM {
     if (this.disposed) throw new Error('CausalLM: model was disposed');
   }
 
+  /**
+   * See {@link CausalLM.withAdaptersOff}: `fn` runs with this model's adapter switched off, so
+   * every pass reads the shared frozen base alone (no copy of any weight is made).
+   * @throws Error under full fine-tuning (there is no adapter to switch off).
+   */
+  async withAdaptersOff<R>(fn: () => Promise<R> | R): Promise<R> {
+    this.live();
+    if (!this.lora) throw new Error('withAdaptersOff: the model has no LoRA adapter (full fine-tuning)');
+    const before = this.decoder.adaptersOn;
+    this.decoder.adaptersOn = false;
+    try {
+      return await fn();
+    } finally {
+      this.decoder.adaptersOn = before;
+    }
+  }
+
+  /**
+   * A frozen copy of this model's current weights as a new model (full fine-tuning): what a
+   * reference policy needs when there is no base to run alone. It owns its tensors (dispose it).
+   * @throws Error for a LoRA model (run its base with {@link TfCausalLM.withAdaptersOff} instead).
+   */
+  frozenCopy(): TfCausalLM {
+    this.live();
+    if (this.lora) throw new Error('frozenCopy: a LoRA model shares its frozen base; use withAdaptersOff');
+    const weights = new Map<string, { shape: number[]; data: Float32Array }>();
+    for (const s of this.specs) weights.set(s.name, { shape: s.shape.slice(), data: this.vars.get(s.name)!.dataSync() as Float32Array });
+    return new TfCausalLM(this.decoderConfig, this.config, weights, this.generationConfig, this.memory);
+  }
+
   trainableVariables(): tf.Variable[] {
     this.live();
     if (this.lora) return this.lora.adapter.variables();
@@ -135,8 +157,17 @@ export class TfCausalLM implements CausalLM {
     return this.specs.map((s) => s.name);
   }
 
+  /**
+   * See {@link CausalLM.planPasses}. The model is the one place that plans (value models and
+   * trainers ask it): it holds what a plan rests on (its shapes, its trainable variables, its
+   * offloaded layers and the settings it was loaded with), and it runs the passes the plan is for.
+   */
+  planPasses<R>(rows: readonly R[], sizeOf: (row: R) => RowSize, options: PassPlanOptions): MicroBatchPlan<R> {
+    return planMicroBatches(this, rows, sizeOf, { ...options, memory: this.memory });
+  }
+
   /** Final-norm hidden states [B·S, hidden] for right-padded rows (causal attention needs no pad mask). */
-  private hiddenFlat(rows: number[][], width: number): tf.Tensor2D {
+  private hiddenFlat(rows: number[][], width: number, pass: PassMemory): tf.Tensor2D {
     const b = rows.length;
     const flat = new Int32Array(b * width);
     rows.forEach((r, i) => {
@@ -153,28 +184,28 @@ export class TfCausalLM implements CausalLM {
       cos,
       sin,
       mask: { pads: null },
-      attentionBlockBytes: this.memory.attentionBlockBytes,
-      recompute: this.memory.recompute,
+      attentionBlockBytes: pass.attentionBlockBytes,
+      recompute: pass.recompute,
     }).hidden;
   }
 
-  hiddenStates(inputIds: number[][]): tf.Tensor3D {
+  hiddenStates(inputIds: number[][], pass: PassMemory = unplannedPass(this.memory)): tf.Tensor3D {
     this.live();
     if (inputIds.length === 0) throw new Error('hiddenStates: inputIds is empty');
     const width = Math.max(1, ...inputIds.map((r) => r.length));
-    return tf.tidy(() => tf.reshape(this.hiddenFlat(inputIds, width), [inputIds.length, width, this.hiddenSize]));
+    return tf.tidy(() => tf.reshape(this.hiddenFlat(inputIds, width, pass), [inputIds.length, width, this.hiddenSize]));
   }
 
   /** Full logits [B, Smax, vocab] of right-padded rows (positions past a row's end are padding). */
-  logits(inputIds: number[][]): tf.Tensor3D {
+  logits(inputIds: number[][], pass: PassMemory = unplannedPass(this.memory)): tf.Tensor3D {
     this.live();
     const width = Math.max(1, ...inputIds.map((r) => r.length));
     return tf.tidy(() =>
-      tf.reshape(this.decoder.logits(this.hiddenFlat(inputIds, width)), [inputIds.length, width, this.vocabSize]),
+      tf.reshape(this.decoder.logits(this.hiddenFlat(inputIds, width, pass)), [inputIds.length, width, this.vocabSize]),
     );
   }
 
-  scoreCompletions(promptIds: number[][], completionIds: number[][]): CompletionScores {
+  scoreCompletions(promptIds: number[][], completionIds: number[][], pass: PassMemory = unplannedPass(this.memory)): CompletionScores {
     this.live();
     if (promptIds.length !== completionIds.length) {
       throw new Error(`scoreCompletions: ${promptIds.length} prompts but ${completionIds.length} completions`);
@@ -201,8 +232,8 @@ export class TfCausalLM implements CausalLM {
       for (let j = lens[i]; j < cmax; j++) pick[i * cmax + j] = i * width;
     }
     return tf.tidy(() => {
-      const hidden = gatherRows(this.hiddenFlat(rows, width), pick);
-      const lp = chunkedTokenLogProbs(hidden, this.decoder.head(), targets, this.memory.logitsChunkBytes);
+      const hidden = gatherRows(this.hiddenFlat(rows, width, pass), pick);
+      const lp = chunkedTokenLogProbs(hidden, this.decoder.head(), targets, pass.logitsChunkBytes);
       const mask = lengthMask(lens, cmax);
       return { tokenLogProbs: tf.mul(tf.reshape(lp, [b, cmax]), mask) as tf.Tensor2D, mask };
     });
@@ -214,13 +245,13 @@ export class TfCausalLM implements CausalLM {
     }
     // Rows go in micro-batches that fit the memory budget (no tape: activations of one layer at a time).
     const order = promptIds.map((_, i) => i);
-    const batches = planMicroBatches(this, order, (i) => ({ width: promptIds[i].length + completionIds[i].length, scored: completionIds[i].length }), {
+    const plan = this.planPasses(order, (i) => ({ width: promptIds[i].length + completionIds[i].length, scored: completionIds[i].length }), {
       label: 'scoring',
       backward: false,
     });
     const out: number[][] = [];
-    for (const batch of batches) {
-      const t = tf.tidy(() => this.scoreCompletions(batch.map((i) => promptIds[i]), batch.map((i) => completionIds[i])).tokenLogProbs);
+    for (const batch of plan.batches) {
+      const t = tf.tidy(() => this.scoreCompletions(batch.map((i) => promptIds[i]), batch.map((i) => completionIds[i]), plan.pass).tokenLogProbs);
       const width = t.shape[1];
       const data = await t.data();
       t.dispose();
@@ -238,12 +269,13 @@ export class TfCausalLM implements CausalLM {
     this.live();
     const n = options.numReturnSequences ?? 1;
     const width = Math.max(1, ...promptIds.map((p) => p.length));
-    const group = generationBatchSize(this, promptIds.length * n, width, options.maxNewTokens);
-    if (group >= promptIds.length * n) return generateSequences(this, promptIds, options, 'cache');
+    const plan = planGeneration(this, { total: promptIds.length * n, promptWidth: width, maxNewTokens: options.maxNewTokens, memory: this.memory });
+    const group = plan.batchSize;
+    if (group >= promptIds.length * n) return generateSequences(this, promptIds, options, 'cache', plan.attentionBlockBytes);
     const out: GenerationOutput = { sequences: [], logProbs: [], finished: [] };
     for (const prompt of promptIds) {
       for (let done = 0; done < n; done += group) {
-        const part = await generateSequences(this, [prompt], { ...options, numReturnSequences: Math.min(group, n - done) }, 'cache');
+        const part = await generateSequences(this, [prompt], { ...options, numReturnSequences: Math.min(group, n - done) }, 'cache', plan.attentionBlockBytes);
         out.sequences.push(...part.sequences);
         out.logProbs.push(...part.logProbs);
         out.finished.push(...part.finished);
@@ -255,7 +287,7 @@ export class TfCausalLM implements CausalLM {
   /** Like {@link TfCausalLM.generate}, choosing the KV cache or whole-sequence recomputation (benchmarks, tests). */
   generateWith(promptIds: number[][], options: SamplingOptions, mode: GenerationMode): Promise<GenerationOutput> {
     this.live();
-    return generateSequences(this, promptIds, options, mode);
+    return generateSequences(this, promptIds, options, mode, this.memory.attentionBlockBytes);
   }
 
   /**

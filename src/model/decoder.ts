@@ -102,6 +102,12 @@ export class Decoder {
     this.lora = options.lora ?? null;
   }
 
+  /**
+   * False while a LoRA model runs as its frozen base alone (`TfCausalLM.withAdaptersOff`): no
+   * adapter delta is added and no dropout pass begins. Always true without LoRA.
+   */
+  adaptersOn = true;
+
   private t<T extends tf.Tensor>(name: string): T {
     const v = this.w.get(name);
     if (!v) throw new Error(`decoder: weight '${name}' not loaded`);
@@ -179,14 +185,14 @@ export class Decoder {
     else y = linear(x, this.t(name), bias);
     if (bias && (t || base)) y = tf.add(y, bias) as tf.Tensor2D;
     // LoRA: y = W·x + b + scale·B·A·dropout(x).
-    const d = this.lora?.delta(name, x);
+    const d = this.adaptersOn ? this.lora?.delta(name, x) : null;
     return d ? (tf.add(y, d) as tf.Tensor2D) : y;
   }
 
   /** Runs every layer and the final norm on embeddings x [B·S, hidden]. */
   forward(x: tf.Tensor2D, ctx: ForwardContext): { hidden: tf.Tensor2D; cache: LayerCache[] | null } {
     const cache: LayerCache[] = [];
-    this.lora?.beginPass();
+    if (this.adaptersOn) this.lora?.beginPass();
     let h = x;
     // Offloaded layer weights live only as long as the scope that ran their layer, so a tape
     // cannot keep them: such a base always recomputes (without a tape this is a plain layer run).

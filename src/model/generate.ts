@@ -11,8 +11,6 @@ export interface GenerationModel {
   readonly rope: RotaryTables;
   readonly vocabSize: number;
   readonly eosTokenIds: readonly number[];
-  /** Memory bound of one attention block (bytes); default 64 MiB. */
-  readonly attentionBlockBytes?: number;
 }
 
 /** `cache`: one position per new token (KV cache); `recompute`: the whole sequence each step. */
@@ -39,6 +37,7 @@ function prefill(
   pads: readonly number[],
   keepCache: boolean,
   frozen: FrozenWeights,
+  attentionBlockBytes: number | undefined,
 ): { logits: tf.Tensor2D; cache: LayerCache[] | null } {
   return tidyKeep(() => {
     const b = ids.length;
@@ -56,7 +55,7 @@ function prefill(
       cos,
       sin,
       mask: { pads },
-      attentionBlockBytes: model.attentionBlockBytes,
+      attentionBlockBytes,
       keepCache,
       frozen,
     });
@@ -73,6 +72,7 @@ function step(
   pads: number[],
   past: LayerCache[],
   frozen: FrozenWeights,
+  attentionBlockBytes: number | undefined,
 ): { logits: tf.Tensor2D; cache: LayerCache[] } {
   return tidyKeep(() => {
     const b = tokens.length;
@@ -83,7 +83,7 @@ function step(
       cos,
       sin,
       mask: { pads },
-      attentionBlockBytes: model.attentionBlockBytes,
+      attentionBlockBytes,
       past,
       keepCache: true,
       frozen,
@@ -108,12 +108,15 @@ function selectRows(cache: LayerCache[], rows: number[]): LayerCache[] {
  * RoPE positions (a row's first real token is position 0) and pad keys masked. Each prompt is
  * prefilled once and its cache copied to its `numReturnSequences` samples. Rows that stop are
  * dropped from the batch. Log-probs come from the sampler (the distribution actually sampled).
+ * `attentionBlockBytes` bounds one attention block's score buffers (default 64 MiB; a memory
+ * plan's, see `planGeneration`).
  */
 export async function generateSequences(
   model: GenerationModel,
   promptIds: number[][],
   options: SamplingOptions,
   mode: GenerationMode = 'cache',
+  attentionBlockBytes?: number,
 ): Promise<GenerationOutput> {
   checkPrompts(promptIds, model.vocabSize);
   const maxNew = options.maxNewTokens;
@@ -144,7 +147,7 @@ export async function generateSequences(
   let cache: LayerCache[] | null = null;
   let logits: tf.Tensor2D | null = null;
   try {
-    const first = prefill(model, padded, uniquePads, mode === 'cache', frozen);
+    const first = prefill(model, padded, uniquePads, mode === 'cache', frozen, attentionBlockBytes);
     logits = n === 1 ? first.logits : tf.tidy(() => tf.gather(first.logits, expand) as tf.Tensor2D);
     if (n !== 1) first.logits.dispose();
     if (first.cache) {
@@ -182,13 +185,14 @@ export async function generateSequences(
           pads,
           cache as LayerCache[],
           frozen,
+          attentionBlockBytes,
         );
         disposeCache(cache);
         cache = out.cache;
         logits = out.logits;
       } else {
         const ids = active.map((row) => [...padded[expand[row]], ...sequences[row]]);
-        logits = prefill(model, ids, pads, false, frozen).logits;
+        logits = prefill(model, ids, pads, false, frozen, attentionBlockBytes).logits;
       }
     }
   } finally {

@@ -5,7 +5,7 @@
  * log-softmax and its gradient hold several copies.
  */
 import * as tf from '@tensorflow/tfjs';
-import { tidyKeep } from '../backend/index.js';
+import { custom, tidyKeep } from '../backend/index.js';
 import { matMulAgainstFrozen } from './lora/frozen-linear.js';
 
 /** Bytes of logits-sized buffers one chunk may hold at once (default 64 MiB). */
@@ -133,10 +133,8 @@ export function chunkedTokenLogProbs(
   for (let r0 = 0; r0 < n; r0 += rows) spans.push([r0, Math.min(rows, n - r0)]);
   const trainableHead = !head.frozen && head.weight instanceof tf.Variable && head.weight.trainable;
 
-  const op = tf.customGrad(((...args: Array<tf.Tensor | ((t: tf.Tensor[]) => void)>) => {
-    const save = args[args.length - 1] as (t: tf.Tensor[]) => void;
-    const hid = args[0] as tf.Tensor2D;
-    const tgt = args[1] as tf.Tensor1D;
+  // Inputs: the hidden rows, the targets, and the head's weight when it trains.
+  const op = custom(([hid, tgt]: [tf.Tensor2D, tf.Tensor1D, ...tf.Tensor[]], save) => {
     // The head is read in place as the first matmul operand: no transposed or packed copy of it.
     const parts = spans.map(([r0, m]) => tf.tidy(() => chunkLogProbs(matMulAgainstFrozen(tf.slice(hid, [r0, 0], [m, h]) as tf.Tensor2D, head.weight), tf.slice(tgt, [r0], [m]))));
     const lse = parts.length === 1 ? parts[0][1] : tf.concat(parts.map((p) => p[1]));
@@ -153,11 +151,11 @@ export function chunkedTokenLogProbs(
           return dHead ? [dh, dTargets, dHead] : [dh, dTargets];
         }),
     };
-  }) as unknown as Parameters<typeof tf.customGrad>[0]);
+  });
 
   const targetsT = tf.tensor1d(targets, 'int32');
   try {
-    return (trainableHead ? op(hidden, targetsT, head.weight) : op(hidden, targetsT)) as tf.Tensor1D;
+    return trainableHead ? op(hidden, targetsT, head.weight) : op(hidden, targetsT);
   } finally {
     targetsT.dispose();
   }

@@ -12,18 +12,18 @@ import { numel, type F32Tensor } from './safetensors.js';
 import { loadCheckpointWeights } from './weights.js';
 import { MemoryBudgetError } from '../memory/errors.js';
 import { freeTensorMemoryFor } from '../memory/plan.js';
-import { memorySettings, offloadsFrozenLayers } from '../memory/settings.js';
+import { DEFAULT_MEMORY_SETTINGS, offloadsFrozenLayers, type MemorySettings } from '../memory/settings.js';
 
 /**
  * Refuses, before any tensor is made, weights that alone would not fit the memory budget next to
  * the tensors already held (on wasm the allocation would otherwise abort the process).
  */
-function checkWeightsFit(dir: string, weights: ReadonlyMap<string, F32Tensor>, what: string, resident: (name: string) => boolean = () => true): void {
+function checkWeightsFit(dir: string, weights: ReadonlyMap<string, F32Tensor>, what: string, memory: Readonly<MemorySettings>, resident: (name: string) => boolean = () => true): void {
   let floats = 0;
   // From the shapes: reading `data` would read the file.
   for (const [name, w] of weights) if (resident(name)) floats += numel(w.shape);
   const need = floats * 4;
-  const free = freeTensorMemoryFor(need);
+  const free = freeTensorMemoryFor(need, memory);
   if (need > free.bytes) throw new MemoryBudgetError(`loading ${what} ${dir} (${(floats / 1e6).toFixed(0)} M parameters as float32)`, need, free.bytes, free.budget, free.ram);
 }
 
@@ -42,6 +42,12 @@ export interface LoadCausalLMOptions {
    * base. Ignored when `adapter` is given.
    */
   lora?: { readonly settings: LoraSettings; readonly seed: string };
+  /**
+   * Memory settings (defaults for what is left out): the budget the weights must fit, whether a
+   * frozen LoRA base offloads its layers and in which dtype it is held (read when the base is
+   * first loaded), and what the model then plans every pass with (`CausalLM.memory`).
+   */
+  memory?: Partial<MemorySettings>;
 }
 
 function readJson(file: string): unknown {
@@ -93,38 +99,39 @@ function adapterBaseDir(adapterDir: string): string {
  * every LoRA model loaded from the same directory (loaded once, freed with the last model), and
  * only the adapter trains. A directory holding only a PEFT adapter loads onto the base its
  * `adapter_config.json` names. Whether that base keeps its decoder layers' weights in host memory
- * (uploaded one layer at a time per pass) follows the memory setting `offloadFrozenLayers`
- * (`configureMemory`), read when the base is first loaded.
+ * (uploaded one layer at a time per pass) follows `options.memory.offloadFrozenLayers`, read when
+ * the base is first loaded.
  */
 export async function loadCausalLM(dir: string, options: LoadCausalLMOptions = {}): Promise<TfCausalLM> {
   if (options.adapter === undefined && !fs.existsSync(path.join(dir, 'config.json')) && isAdapterDir(dir)) {
     return loadCausalLM(adapterBaseDir(dir), { ...options, adapter: dir });
   }
-  if (options.adapter !== undefined || options.lora !== undefined) return loadLora(dir, options);
+  const memory: Readonly<MemorySettings> = { ...DEFAULT_MEMORY_SETTINGS, ...options.memory };
+  if (options.adapter !== undefined || options.lora !== undefined) return loadLora(dir, options, memory);
   const { cfg, raw, weights, genRaw } = readCheckpoint(dir, options);
   // Variables are created next: when nobody chose a backend yet (initBackend or tf.setBackend),
   // start the default one rather than let tfjs pick its own with a console nag.
   await ensureBackend();
-  checkWeightsFit(dir, weights, 'the model');
-  return new TfCausalLM(cfg, raw, weights, genRaw);
+  checkWeightsFit(dir, weights, 'the model', memory);
+  return new TfCausalLM(cfg, raw, weights, genRaw, memory);
 }
 
 async function ensureBackend(): Promise<void> {
   if (activeBackend() === null && !backendIsSet()) await initBackend();
 }
 
-async function loadLora(dir: string, options: LoadCausalLMOptions): Promise<TfCausalLM> {
+async function loadLora(dir: string, options: LoadCausalLMOptions, memory: Readonly<MemorySettings>): Promise<TfCausalLM> {
   // Read the adapter first: a bad adapter should fail before a large base is loaded.
   const saved = options.adapter !== undefined ? readAdapterDir(options.adapter) : null;
   await ensureBackend();
-  const bfloat16 = memorySettings().frozenBaseDtype === 'bfloat16' && activeBackend() === 'torch';
+  const bfloat16 = memory.frozenBaseDtype === 'bfloat16' && activeBackend() === 'torch';
   const key = baseKey(dir, { allowExtraTensors: options.allowExtraTensors ?? false, ...(bfloat16 ? { dtype: 'bfloat16' } : {}) });
   const base = await acquireFrozenBase(key, async () => {
     const c = readCheckpoint(dir, options);
     let layerBytes = 0;
     for (const [name, w] of c.weights) if (isLayerLinear(name)) layerBytes += 4 * numel(w.shape);
-    const offloadLayers = offloadsFrozenLayers(layerBytes);
-    checkWeightsFit(dir, c.weights, 'the frozen LoRA base', (name) => !(offloadLayers && isLayerLinear(name)));
+    const offloadLayers = offloadsFrozenLayers(layerBytes, memory);
+    checkWeightsFit(dir, c.weights, 'the frozen LoRA base', memory, (name) => !(offloadLayers && isLayerLinear(name)));
     return new FrozenBase(key, dir, c.cfg, c.raw, c.genRaw, c.weights, { offloadLayers, bfloat16 });
   });
   let adapter: LoraAdapter;
@@ -138,7 +145,7 @@ async function loadLora(dir: string, options: LoadCausalLMOptions): Promise<TfCa
     base.release();
     throw err;
   }
-  return new TfCausalLM(base.decoderConfig, base.config, { base, adapter }, base.generationConfig);
+  return new TfCausalLM(base.decoderConfig, base.config, { base, adapter }, base.generationConfig, memory);
 }
 
 /** Whether tfjs already has a backend instance (set by initBackend or tf.setBackend directly). */

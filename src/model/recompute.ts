@@ -5,6 +5,7 @@
  * input per layer plus one layer's activations, for one extra forward pass.
  */
 import * as tf from '@tensorflow/tfjs';
+import { custom } from '../backend/ops.js';
 
 interface EngineState {
   activeTape: unknown;
@@ -33,9 +34,7 @@ export function recomputed(
   params: readonly tf.Variable[],
   hold?: () => () => void,
 ): tf.Tensor2D {
-  const op = tf.customGrad(((...args: Array<tf.Tensor | ((t: tf.Tensor[]) => void)>) => {
-    const save = args[args.length - 1] as (t: tf.Tensor[]) => void;
-    const input = args[0] as tf.Tensor2D;
+  const op = custom(([input]: [tf.Tensor2D, ...tf.Variable[]], save) => {
     save([input, ...consts]);
     const release = hold?.();
     let value: tf.Tensor2D;
@@ -46,7 +45,7 @@ export function recomputed(
     }
     return {
       value,
-      gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) => {
+      gradFunc: (dy: tf.Tensor2D, saved: tf.Tensor[]) => {
         const state = engineState();
         const outerTape = state.activeTape;
         // The inner tape's backward pass runs after `fn` has returned, inside `gradients`.
@@ -62,6 +61,6 @@ export function recomputed(
         }
       },
     };
-  }) as unknown as Parameters<typeof tf.customGrad>[0]);
-  return op(x, ...params) as tf.Tensor2D;
+  });
+  return op(x, ...params);
 }

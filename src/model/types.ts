@@ -1,7 +1,13 @@
 import type * as tf from '@tensorflow/tfjs';
+import type { MicroBatchOptions, MicroBatchPlan, RowSize } from '../memory/plan.js';
+import type { MemorySettings, PassMemory } from '../memory/settings.js';
 import type { Rng } from '../util/rng.js';
 
-export type { ModelMemoryOptions } from '../memory/settings.js';
+export type { MemorySettings, PassMemory } from '../memory/settings.js';
+export type { MicroBatchPlan, RowSize } from '../memory/plan.js';
+
+/** Options of {@link CausalLM.planPasses}: the planner's, less the settings (the model's own). */
+export type PassPlanOptions = Omit<MicroBatchOptions, 'memory'>;
 
 /** Architectures comlrl implements; `model_type` values of config.json map onto these. */
 export type Architecture = 'qwen2' | 'qwen3' | 'llama';
@@ -75,17 +81,34 @@ export interface CausalLM {
   weightNames(): string[];
 
   /**
+   * The memory settings every pass of this model is planned with, given when it was loaded
+   * (`loadCausalLM(dir, { memory })`; defaults otherwise). Two models may carry different ones.
+   */
+  readonly memory: Readonly<MemorySettings>;
+  /**
+   * Splits `rows` (kept in order) into micro-batches whose passes over this model fit its memory
+   * budget, and chooses how those passes bound their memory. The model is not changed: hand
+   * `pass` to {@link CausalLM.scoreCompletions} / {@link CausalLM.hiddenStates} for each batch.
+   * @throws MemoryBudgetError, before anything is allocated, when one row alone does not fit.
+   */
+  planPasses<R>(rows: readonly R[], sizeOf: (row: R) => RowSize, options: PassPlanOptions): MicroBatchPlan<R>;
+
+  /**
    * Teacher-forced log p of every completion token given its prompt (batched, padded, masked).
    * One value per completion token, EOS included when present; never padding.
    */
   tokenLogProbs(promptIds: number[][], completionIds: number[][]): Promise<number[][]>;
-  /** The differentiable form for use under `tf.variableGrads` / `tf.tidy`. */
-  scoreCompletions(promptIds: number[][], completionIds: number[][]): CompletionScores;
+  /**
+   * The differentiable form for use under `tf.variableGrads` / `tf.tidy`. `pass`: a plan's (see
+   * {@link CausalLM.planPasses}); default: the blocks of {@link CausalLM.memory}, recomputation
+   * only when it says `true`.
+   */
+  scoreCompletions(promptIds: number[][], completionIds: number[][], pass?: PassMemory): CompletionScores;
   /**
    * Final-norm hidden states, [B, Smax, hidden], right-padded (differentiable). Critic heads read
-   * positions out of it.
+   * positions out of it. `pass` as for {@link CausalLM.scoreCompletions}.
    */
-  hiddenStates(inputIds: number[][]): tf.Tensor3D;
+  hiddenStates(inputIds: number[][], pass?: PassMemory): tf.Tensor3D;
 
   /** Samples continuations with a KV cache. */
   generate(promptIds: number[][], options: SamplingOptions): Promise<GenerationOutput>;
@@ -99,6 +122,12 @@ export interface CausalLM {
   saveMerged?(dir: string, options?: { dtype?: 'float32' | 'bfloat16' | 'float16' }): Promise<void>;
   /** LoRA models: the adapter's settings and the shared base's directory; null or absent under full fine-tuning. */
   readonly loraInfo?: LoraInfo | null;
+  /**
+   * LoRA models: runs `fn` with the adapter switched off, so the model's passes are those of its
+   * frozen base alone (the reference policy of a KL penalty, with no second copy of the weights).
+   * Absent (or throwing) under full fine-tuning.
+   */
+  withAdaptersOff?<R>(fn: () => Promise<R> | R): Promise<R>;
   /** Frees every tensor the model owns. */
   dispose(): void;
 }

@@ -8,6 +8,7 @@
  * trainer's eval episodes and the config sections all fit them without casts.
  */
 import type { z } from 'zod';
+import type { CentralizedAdapter } from '../decpomdp/centralized.js';
 import type { LLMDecPOMDP } from '../decpomdp/types.js';
 
 /** The `dataset` section of a run config, as a task reads it. */
@@ -72,6 +73,11 @@ export interface TaskSetup<T, S> {
   paperMetrics(samples: readonly (readonly PlayedEpisode[])[], ks: readonly number[]): Record<string, number>;
   /** Frees task resources (sandboxes). */
   close(): Promise<void>;
+  /**
+   * How one joint policy plays the task's roles (CoMLRL's centralized adapter: `build_prompt`,
+   * `parse_completion`), for CentralizedMAGRPO; absent: the task cannot be trained centralized.
+   */
+  readonly centralized?: CentralizedAdapter<S>;
 }
 
 /** A task: everything the config parser and the CLI need to know about it. */

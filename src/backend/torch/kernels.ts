@@ -133,6 +133,8 @@ const elementwise: TorchKernel[] = [
     inputs: ['x'],
     impl: ([x], a, b) => {
       const dtype = a.dtype as tf.DataType;
+      // Gradients cast float32 to float32 often: the same data then, as tfjs's cpu backend does.
+      if (dtype === x.dtype) return b.alias(x);
       return b.out(b.call1('aten::_to_copy', '', [b.handle(x), scalarTypeOf(dtype)]), x.shape, dtype);
     },
   },

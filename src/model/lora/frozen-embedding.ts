@@ -9,16 +9,17 @@
  * 1,378 MiB of tensors with the copy, 785 MiB without it).
  */
 import * as tf from '@tensorflow/tfjs';
+import { custom } from '../../backend/ops.js';
 
 /**
  * `table[ids[i]]` as [N, hidden]. Not differentiable in the table; the lookup runs inside a
  * custom gradient, where tfjs records no kernel, so nothing is saved.
  */
 export function frozenEmbedding(table: tf.Tensor2D, ids: Int32Array): tf.Tensor2D {
-  const lookup = tf.customGrad(((idx: tf.Tensor1D) => ({
+  const lookup = custom(([idx]: [tf.Tensor1D]) => ({
     value: tf.gather(table, idx),
     // Ids are integers: no gradient flows to them (never called: no trainable input).
     gradFunc: () => tf.zerosLike(idx),
-  })) as unknown as Parameters<typeof tf.customGrad>[0]);
-  return tf.tidy(() => lookup(tf.tensor1d(ids, 'int32')) as tf.Tensor2D);
+  }));
+  return tf.tidy(() => lookup(tf.tensor1d(ids, 'int32')));
 }

@@ -5,7 +5,7 @@
  * How the product itself is taken on each backend, and why, is in `matMulWeightT` (backend/ops.ts).
  */
 import * as tf from '@tensorflow/tfjs';
-import { matMulWeightT } from '../../backend/ops.js';
+import { custom, matMulWeightT } from '../../backend/ops.js';
 
 /** Most weight elements copied at once in the backward pass (4 M floats = 16 MB): big transient buffers fragment the wasm heap. */
 const BLOCK_ELEMS = 4 * 1024 * 1024;
@@ -58,9 +58,9 @@ function inputGrad(dy: tf.Tensor2D, w: tf.Tensor2D, block: number): tf.Tensor2D 
  */
 export function frozenLinear(x: tf.Tensor2D, w: tf.Tensor2D, blockElems = BLOCK_ELEMS): tf.Tensor2D {
   if (x.shape[1] !== w.shape[1]) throw new Error(`frozenLinear: input width ${x.shape[1]} does not match weight [${w.shape.join(',')}] (stored [out, in])`);
-  const f = tf.customGrad(((xin: tf.Tensor2D) => ({
+  const f = custom(([xin]: [tf.Tensor2D]) => ({
     value: matMulAgainstFrozen(xin, w),
     gradFunc: (dy: tf.Tensor2D) => inputGrad(dy, w, blockElems),
-  })) as unknown as Parameters<typeof tf.customGrad>[0]);
-  return f(x) as tf.Tensor2D;
+  }));
+  return f(x);
 }

@@ -1,0 +1,76 @@
+/**
+ * Checkpoints and exact resume through `comlrl train` for the trainers added from CoMLRL 1.4 (one
+ * of the REINFORCE family, MARLOO, and CentralizedMAGRPO, whose one joint policy is saved as
+ * `agent_0/` alone): a seeded run stopped part-way and resumed ends with exactly the weights,
+ * optimizer state and metrics of a run that was never stopped, and writes its plots.
+ */
+import { readFile, writeFile } from 'node:fs/promises';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { stringify } from 'yaml';
+import { initBackend, setBackendLogger } from '../src/backend/init.js';
+import { readMetrics } from '../src/logging/metrics.js';
+import { cli, tempDir, tinyModels } from './cli-helpers.js';
+import { backendUnderTest } from './backend-under-test.js';
+
+let root: string;
+let cleanup: () => Promise<void>;
+let agents: string[];
+
+beforeAll(async () => {
+  setBackendLogger(null);
+  await initBackend(backendUnderTest('wasm'));
+  ({ dir: root, cleanup } = await tempDir('reinforce-resume'));
+  agents = await tinyModels(root, ['a0', 'a1']);
+});
+afterAll(async () => cleanup());
+
+/** A toy-task run: 5 items × 2 epochs, a checkpoint every 2 items, a buffer of 3 node samples (part-full at the stop). */
+function yaml(section: string, models: readonly string[], out: string): string {
+  return stringify({
+    model: { agents: models, temperature: 1, top_p: 1, top_k: null },
+    dataset: { task: 'toy-coord', train_split: '[:5]', eval_split: '[:4]' },
+    [section]: { num_generations: 3, max_new_tokens: 2, num_train_epochs: 2, agent_learning_rate: 0.01, logging_steps: 1, eval_interval: 2, eval_num_samples: 4, eval_batch_size: 4, rollout_buffer_size: 3, train_batch_size: 2, advantage_normalization: false },
+    output: { dir: out, save_steps: 2 },
+    seed: 3,
+  });
+}
+
+async function train(name: string, text: string, extra: string[] = []): Promise<string> {
+  const file = join(root, `${name}.yaml`);
+  await writeFile(file, text);
+  const r = await cli(['train', '--config', file, ...extra]);
+  expect(r.code, r.err).toBe(0);
+  return join(root, name);
+}
+
+/** The metrics rows without timing and memory values (which differ run to run). */
+function trainerRows(runDir: string): Record<string, unknown>[] {
+  return readMetrics(join(runDir, 'metrics.jsonl'))
+    .filter((r) => !('run/backend' in r))
+    .map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith('perf/') && !k.startsWith('time/') && !k.endsWith('time_s'))));
+}
+
+describe.each([
+  { name: 'marloo', section: 'marloo', models: () => agents, files: ['agent_0/model.safetensors', 'agent_1/model.safetensors'] },
+  { name: 'centralized-magrpo', section: 'centralized_magrpo', models: () => agents.slice(0, 1), files: ['agent_0/model.safetensors'] },
+])('$name: interrupted and resumed equals uninterrupted', ({ name, section, models, files }) => {
+  test('the resumed run ends with bit-identical weights, optimizer state and metrics', async () => {
+    const straight = await train(`${name}-straight`, yaml(section, models(), join(root, `${name}-straight`)));
+    const stopped = await train(`${name}-stopped`, yaml(section, models(), join(root, `${name}-stopped`)), ['--stop-after', '4']);
+    const state = JSON.parse(await readFile(join(stopped, 'checkpoints', 'step-000004', 'trainer_state.json'), 'utf8')) as { trainer: string; extra: { buffers: unknown[][] } };
+    expect(state.trainer).toBe(name);
+    expect(state.extra.buffers.flat().length).toBeGreaterThan(0);
+    const r = await cli(['train', '--resume', stopped]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toMatch(/resuming .*step-000004 at step 4\/10/);
+    for (const f of files) expect((await readFile(join(stopped, 'final', f))).equals(await readFile(join(straight, 'final', f))), f).toBe(true);
+    await expect(readFile(join(straight, 'final', `agent_${files.length}`, 'model.safetensors'))).rejects.toThrow();
+    const optA = await readFile(join(straight, 'checkpoints', 'step-000008', 'optimizer.safetensors'));
+    const optB = await readFile(join(stopped, 'checkpoints', 'step-000008', 'optimizer.safetensors'));
+    expect(optB.equals(optA)).toBe(true);
+    expect(trainerRows(stopped)).toEqual(trainerRows(straight));
+    // The run's plots, as every trainer's: rewards and losses.
+    for (const plot of ['rewards.png', 'losses.png']) await expect(readFile(join(straight, plot))).resolves.toBeInstanceOf(Buffer);
+  });
+});

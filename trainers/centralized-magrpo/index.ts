@@ -1,0 +1,3 @@
+/** CentralizedMAGRPO: one joint policy for every role, split by the task's centralized adapter. */
+export * from './config.js';
+export * from './trainer.js';

@@ -1,0 +1,147 @@
+/**
+ * zod helpers shared by the trainer configs. Every field schema carries a message that names the
+ * field and the allowed values, so a bad YAML value is fixed from the error alone.
+ *
+ * Field names are CoMLRL's snake_case names, so a CoMLRL `MAGRPOConfig(...)` / YAML section maps
+ * onto a comlrl config 1:1; comlrl's own additions use snake_case too.
+ */
+import { z } from 'zod';
+import { parseTrainerSection, wasParsedBy } from '../../src/config/trainers.js';
+
+/** An integer field with a lower bound, e.g. `intAtLeast('num_generations', 2)`. */
+export function intAtLeast(field: string, min: number) {
+  const message = `${field} must be an integer >= ${min}`;
+  return z.number({ error: message }).int({ error: message }).min(min, { error: message });
+}
+
+/** A finite number field, optionally bounded (inclusive unless `exclusiveMin`). */
+export function finiteNumber(
+  field: string,
+  bounds: { min?: number; max?: number; exclusiveMin?: boolean } = {},
+) {
+  const { min, max, exclusiveMin = false } = bounds;
+  const range =
+    min !== undefined && max !== undefined
+      ? ` in ${exclusiveMin ? '(' : '['}${min}, ${max}]`
+      : min !== undefined
+        ? ` ${exclusiveMin ? '>' : '>='} ${min}`
+        : max !== undefined
+          ? ` <= ${max}`
+          : '';
+  const message = `${field} must be a finite number${range}`;
+  return z.number({ error: message }).refine(
+    (v) =>
+      Number.isFinite(v) &&
+      (min === undefined || (exclusiveMin ? v > min : v >= min)) &&
+      (max === undefined || v <= max),
+    { error: message },
+  );
+}
+
+/** An Adam β: a number in [0, 1). */
+export function betaField(field: string) {
+  const message = `${field} must be a number in [0, 1)`;
+  return z.number({ error: message }).refine((v) => v >= 0 && v < 1, { error: message });
+}
+
+/** A boolean field. */
+export function boolField(field: string) {
+  return z.boolean({ error: `${field} must be true or false` });
+}
+
+/** A field that takes one of a fixed set of strings. `hint` is appended (e.g. why an alias is refused). */
+export function enumField<const V extends readonly [string, ...string[]]>(field: string, values: V, hint = '') {
+  const message = `${field} must be one of ${values.map((v) => `'${v}'`).join(', ')}${hint ? ` (${hint})` : ''}`;
+  return z.enum(values, { error: message });
+}
+
+/**
+ * comlrl's run settings, the same in every trainer config (CoMLRL has none of them): seed, gradient
+ * clipping, AdamW settings with torch's defaults, greedy eval, scoring chunk size. Spread into a
+ * schema's fields.
+ */
+export function runSettingsFields() {
+  return {
+    /** Seed of every random stream (sampling, minibatch order, eval sampling; actor-critic: head init). */
+    seed: intAtLeast('seed', 0).default(0),
+    /** Clip each model's global gradient norm to this before its AdamW step; null: no clipping (CoMLRL). */
+    max_grad_norm: finiteNumber('max_grad_norm', { min: 0, exclusiveMin: true }).nullable().default(null),
+    /** AdamW decoupled weight decay (torch default), for every model trained. */
+    weight_decay: finiteNumber('weight_decay', { min: 0 }).default(0.01),
+    /** AdamW β1, β2 (torch defaults). */
+    adam_betas: z
+      .tuple([betaField('adam_betas[0]'), betaField('adam_betas[1]')], {
+        error: 'adam_betas must be a pair [beta1, beta2] of numbers in [0, 1)',
+      })
+      .default([0.9, 0.999]),
+    /** AdamW ε (torch default). */
+    adam_eps: finiteNumber('adam_eps', { min: 0, exclusiveMin: true }).default(1e-8),
+    /** Argmax decoding at evaluation (CoMLRL samples with the training settings). */
+    eval_greedy: boolField('eval_greedy').default(false),
+    /**
+     * Completions per scoring forward/backward pass; gradients of the chunks are summed before the
+     * single optimizer step, so this bounds memory without changing the update. null: the whole minibatch.
+     */
+    scoring_batch_size: intAtLeast('scoring_batch_size', 1).nullable().default(null),
+  };
+}
+
+/** One problem found in a config: the field's dotted path and what is wrong. */
+export interface ConfigIssue {
+  readonly field: string;
+  readonly message: string;
+}
+
+/** Thrown when a trainer config does not validate; the message lists every issue. */
+export class TrainerConfigError extends Error {
+  readonly issues: readonly ConfigIssue[];
+  constructor(label: string, issues: readonly ConfigIssue[]) {
+    super(`invalid ${label} config: ${issues.map((i) => i.message).join('; ')}`);
+    this.name = 'TrainerConfigError';
+    this.issues = issues;
+  }
+}
+
+function snakeCase(key: string): string {
+  return key.replace(/[A-Z]/g, (c) => `_${c.toLowerCase()}`);
+}
+
+function show(value: unknown): string {
+  try {
+    return JSON.stringify(value) ?? String(value);
+  } catch {
+    return String(value);
+  }
+}
+
+/**
+ * Parses `input` with a strict object schema; on failure throws {@link TrainerConfigError} whose
+ * message names each bad field with the value given. Unknown keys are errors (a typo must not
+ * silently fall back to a default); a camelCase key whose snake_case form is a field gets a hint.
+ */
+export function parseConfig<Schema extends z.ZodType>(
+  label: string,
+  schema: Schema,
+  input: unknown,
+  knownFields: readonly string[],
+): z.output<Schema> {
+  // A section the run config already parsed with this schema is taken as it is (parsed once).
+  if (wasParsedBy(schema, input)) return input;
+  const parsed = parseTrainerSection(schema, input ?? {});
+  if (parsed.success) return parsed.data;
+  const issues: ConfigIssue[] = [];
+  for (const issue of parsed.error.issues) {
+    if (issue.code === 'unrecognized_keys') {
+      for (const key of issue.keys) {
+        const snake = snakeCase(key);
+        const hint = snake !== key && knownFields.includes(snake) ? `; did you mean '${snake}'? (fields are snake_case, as in CoMLRL)` : '';
+        issues.push({ field: key, message: `unknown field '${key}'${hint}` });
+      }
+      continue;
+    }
+    const field = issue.path.map(String).join('.') || '(config)';
+    const got = 'input' in issue && issue.input !== undefined ? ` (got ${show(issue.input)})` : '';
+    issues.push({ field, message: `${issue.message}${got}` });
+  }
+  throw new TrainerConfigError(label, issues);
+}

@@ -1,0 +1,242 @@
+/**
+ * The policy-gradient update every trainer shares: teacher-force each completion after its prompt,
+ * sum the log-probs of exactly its generated tokens (EOS included, padding never), form a loss from
+ * those sums, and take one optimizer step on the summed gradients.
+ */
+import * as tf from '@tensorflow/tfjs';
+import { sampleMemory } from '../../src/logging/memory.js';
+import type { CausalLM, CompletionScores } from '../../src/model/types.js';
+import type { AdamW } from '../../src/optim/adamw.js';
+import { clipGradNorm, sumOfSquares } from '../../src/optim/clip.js';
+
+/** A completion to score after its prompt (ids of the agent's own tokenizer). */
+export interface ScoredCompletion {
+  readonly promptIds: readonly number[];
+  readonly completionIds: readonly number[];
+}
+
+/** A completion with its loss weight: the row adds −coef · Σ_t log p(token_t) to the loss. */
+export interface PolicyGradientRow extends ScoredCompletion {
+  readonly coef: number;
+}
+
+/**
+ * Maps the summed completion log-probs of a chunk of rows ([rows.length], differentiable) to that
+ * chunk's scalar loss. Must be additive over rows: the step sums the losses (and gradients) of the
+ * chunks it splits the rows into. `scores` are the per-token log-probs the sums came from (for
+ * token-level terms such as the reference KL).
+ */
+export type SequenceLoss<R extends ScoredCompletion> = (seqLogProbs: tf.Tensor1D, rows: readonly R[], scores?: CompletionScores) => tf.Scalar;
+
+/** Options of {@link sequenceLossGradients}. */
+export interface SequenceLossOptions<R extends ScoredCompletion> {
+  /**
+   * At most this many rows per forward/backward pass (gradients are summed over passes). Default:
+   * as many as the memory budget allows (see `src/memory`).
+   */
+  chunkSize?: number | null;
+  /** Rows that contribute nothing (e.g. zero advantage); they are not scored. */
+  skip?: (row: R) => boolean;
+  /** Prefix for error messages, e.g. `agent 1 (qwen3)`. */
+  label?: string;
+}
+
+/** Gradients keyed by variable name plus what was computed. */
+export interface SequenceLossGradients {
+  /** One gradient per trainable variable, keyed by name (zeros where the loss does not reach it). Caller disposes. */
+  readonly grads: tf.NamedTensorMap;
+  /** The loss value (sum over chunks). */
+  readonly loss: number;
+  readonly rowsScored: number;
+  readonly tokensScored: number;
+}
+
+/**
+ * Σ over `chunks` of `lossOf(chunk)` and its gradients w.r.t. `vars`: one forward/backward pass per
+ * chunk, gradients summed as they come, so memory stays that of one chunk. Every variable gets a
+ * gradient tensor (zeros where the loss does not reach it). Caller disposes the gradients.
+ * @throws Error with `nonFiniteMessage(loss, chunk size)` when a chunk's loss is NaN or infinite
+ *   (nothing is left allocated).
+ */
+export function accumulateGradients<R>(
+  vars: readonly tf.Variable[],
+  chunks: readonly R[][],
+  lossOf: (chunk: R[]) => tf.Scalar,
+  nonFiniteMessage: (loss: number, chunkSize: number) => string,
+): { grads: tf.NamedTensorMap; loss: number } {
+  const acc = new Map<string, tf.Tensor>();
+  let total = 0;
+  try {
+    for (const chunk of chunks) {
+      const { value, grads } = tf.variableGrads(() => tf.tidy(() => lossOf(chunk)), [...vars]);
+      sampleMemory();
+      const v = value.dataSync()[0];
+      value.dispose();
+      if (!Number.isFinite(v)) {
+        for (const g of Object.values(grads)) g.dispose();
+        throw new Error(nonFiniteMessage(v, chunk.length));
+      }
+      total += v;
+      for (const [name, g] of Object.entries(grads)) {
+        const prev = acc.get(name);
+        if (prev) {
+          acc.set(name, tf.add(prev, g));
+          prev.dispose();
+          g.dispose();
+        } else acc.set(name, g);
+      }
+    }
+    const out: tf.NamedTensorMap = {};
+    for (const v of vars) out[v.name] = acc.get(v.name) ?? tf.zerosLike(v);
+    return { grads: out, loss: total };
+  } catch (err) {
+    for (const g of acc.values()) g.dispose();
+    throw err;
+  }
+}
+
+/**
+ * Gradients of `loss` over `rows` w.r.t. the model's trainable variables, accumulated over chunks.
+ * Every variable gets a gradient tensor (zeros when nothing was scored), so an optimizer step on
+ * them behaves like torch after `backward()` on a zero loss (moments still advance).
+ * @throws Error when the loss of a chunk is NaN or infinite (CoMLRL MAGRPO silently zeroed it).
+ */
+export function sequenceLossGradients<R extends ScoredCompletion>(
+  model: CausalLM,
+  rows: readonly R[],
+  loss: SequenceLoss<R>,
+  options: SequenceLossOptions<R> = {},
+): SequenceLossGradients {
+  const label = options.label ?? 'policy update';
+  const scored = options.skip ? rows.filter((r) => !options.skip?.(r)) : [...rows];
+  for (const r of scored) {
+    if (r.completionIds.length === 0) throw new Error(`${label}: an empty completion cannot be scored`);
+  }
+  const plan = model.planPasses(scored, (r) => ({ width: r.promptIds.length + r.completionIds.length, scored: r.completionIds.length }), {
+    label: `${label}: scoring`,
+    backward: true,
+    maxRows: options.chunkSize,
+  });
+  const g = accumulateGradients(
+    model.trainableVariables(),
+    plan.batches,
+    (chunk) => {
+      const scores = model.scoreCompletions(
+        chunk.map((r) => [...r.promptIds]),
+        chunk.map((r) => [...r.completionIds]),
+        plan.pass,
+      );
+      // Masked positions hold 0, so the row sum is exactly Σ over the completion's own tokens.
+      const seq = tf.sum(scores.tokenLogProbs, 1) as tf.Tensor1D;
+      return loss(seq, chunk, scores);
+    },
+    (v, n) =>
+      `${label}: the loss is ${v} (non-finite) on a chunk of ${n} completions; ` +
+      'check rewards/advantages for NaN or Infinity, or lower the learning rate',
+  );
+  const tokens = scored.reduce((a, r) => a + r.completionIds.length, 0);
+  return { grads: g.grads, loss: g.loss, rowsScored: scored.length, tokensScored: tokens };
+}
+
+/** Result of {@link applyGradients}. */
+export interface AppliedGradients {
+  /** Global L2 norm of the gradients before clipping. */
+  readonly gradNorm: number;
+  /** Whether clipping scaled them. */
+  readonly clipped: boolean;
+}
+
+/**
+ * Optionally clips `grads` to a global norm, then takes one optimizer step. Disposes `grads`.
+ * @throws Error when the gradient norm is non-finite (the step is not taken).
+ */
+export function applyGradients(
+  optimizer: AdamW,
+  grads: tf.NamedTensorMap,
+  maxGradNorm: number | null | undefined,
+  label = 'policy update',
+): AppliedGradients {
+  try {
+    let gradNorm: number;
+    let clipped = false;
+    if (maxGradNorm !== null && maxGradNorm !== undefined) {
+      const c = clipGradNorm(grads, maxGradNorm);
+      gradNorm = c.totalNorm;
+      if (!Number.isFinite(gradNorm)) throw new Error(`${label}: the gradient norm is ${gradNorm} (non-finite)`);
+      clipped = c.clipped;
+      optimizer.step(c.grads);
+      if (c.clipped) for (const g of Object.values(c.grads)) g.dispose();
+    } else {
+      gradNorm = Math.sqrt(Object.values(grads).reduce((a, g) => a + sumOfSquares(g), 0));
+      if (!Number.isFinite(gradNorm)) throw new Error(`${label}: the gradient norm is ${gradNorm} (non-finite)`);
+      optimizer.step(grads);
+    }
+    return { gradNorm, clipped };
+  } finally {
+    for (const g of Object.values(grads)) g.dispose();
+  }
+}
+
+/** Options of {@link policyGradientStep}. */
+export interface PolicyGradientOptions {
+  /** Clip the global gradient norm to this before stepping; null/undefined: no clipping. */
+  maxGradNorm?: number | null;
+  /** Rows per forward/backward pass; null: all at once. */
+  chunkSize?: number | null;
+  /** Prefix for error messages. */
+  label?: string;
+}
+
+/** What one {@link policyGradientStep} did. */
+export interface PolicyGradientResult {
+  /** −Σ coef · Σ_t log p over the rows. */
+  readonly loss: number;
+  readonly gradNorm: number;
+  readonly clipped: boolean;
+  readonly rowsScored: number;
+  readonly tokensScored: number;
+  /** Seconds in teacher-forced scoring plus backward. */
+  readonly gradientSeconds: number;
+  /** Seconds in clipping plus the optimizer step. */
+  readonly optimizerSeconds: number;
+}
+
+/** −Σ_rows coef · seqLogProb: the REINFORCE surrogate whose gradient is −Σ coef·∇log π(completion). */
+export function linearPolicyLoss(seqLogProbs: tf.Tensor1D, rows: readonly PolicyGradientRow[]): tf.Scalar {
+  return tf.tidy(() => tf.neg(tf.sum(tf.mul(seqLogProbs, tf.tensor1d(rows.map((r) => r.coef))))) as tf.Scalar);
+}
+
+/**
+ * One optimizer step on loss = −Σ_rows coef · Σ_t log p(completion token t | prompt, earlier tokens).
+ * Each trainer folds its averaging into `coef` (MAGRPO: A_k / (K · minibatch size)). Rows with
+ * coef 0 are not scored (their gradient is zero). Every token of each completion is scored, EOS
+ * included; padding never is.
+ */
+export function policyGradientStep(
+  model: CausalLM,
+  optimizer: AdamW,
+  rows: readonly PolicyGradientRow[],
+  options: PolicyGradientOptions = {},
+): PolicyGradientResult {
+  for (const r of rows) {
+    if (!Number.isFinite(r.coef)) throw new Error(`${options.label ?? 'policy update'}: a row has a non-finite weight (${r.coef})`);
+  }
+  const t0 = performance.now();
+  const g = sequenceLossGradients(model, rows, linearPolicyLoss, {
+    chunkSize: options.chunkSize ?? null,
+    skip: (r) => r.coef === 0,
+    label: options.label,
+  });
+  const t1 = performance.now();
+  const applied = applyGradients(optimizer, g.grads, options.maxGradNorm, options.label);
+  const t2 = performance.now();
+  return {
+    loss: g.loss,
+    gradNorm: applied.gradNorm,
+    clipped: applied.clipped,
+    rowsScored: g.rowsScored,
+    tokensScored: g.tokensScored,
+    gradientSeconds: (t1 - t0) / 1000,
+    optimizerSeconds: (t2 - t1) / 1000,
+  };
+}

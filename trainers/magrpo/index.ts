@@ -1,0 +1,4 @@
+/** MAGRPO: the trainer, its config and its group-relative advantages. */
+export * from './config.js';
+export * from './advantage.js';
+export * from './trainer.js';

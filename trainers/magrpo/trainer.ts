@@ -1,0 +1,536 @@
+/**
+ * MAGRPO — Multi-Agent Group Relative Policy Optimization (MAGRPO paper; CoMLRL 1.3.6 behaviour).
+ *
+ * For each training task:
+ *   1. Expand a rollout tree. At a node (state s, turn t) every agent i observes o_i = observe(s, i)
+ *      and samples K completions. Joint actions are the K aligned tuples (k-th with k-th) or, in
+ *      cross mode, all K^n combinations; each gets the joint reward r_j. Unless the node's mean
+ *      reward exceeds the early-termination threshold (or t is the last turn), each joint action's
+ *      next state becomes a child node that samples a fresh K per agent.
+ *   2. Returns, bottom-up: R_j = r_j + γ · mean(returns of child j)  (leaf: R_j = r_j).
+ *   3. Every node gives each agent one sample: its K completions with their returns (cross mode:
+ *      for completion m of agent i, the sum of R_j over the joint actions that used it).
+ *   4. Samples go to the agent's rollout buffer; a full buffer is consumed by turn group, shuffled
+ *      into minibatches; per minibatch one AdamW step on
+ *        loss = mean_samples mean_k [ −A_k · Σ_t log π(token_t of completion k) ],
+ *      with A the group-relative advantage (mean / raw / max / rloo, then optionally z-scored).
+ *
+ * Deliberate differences from CoMLRL 1.3.6 (README "Differences from CoMLRL"): every generated
+ * token is scored (EOS included, padding never; CoMLRL drops the last token and scores padding),
+ * joint_mode is 'aligned' | 'cross' only, evaluation ends episodes early as training does,
+ * non-finite losses raise, random streams are seeded.
+ */
+import { planMinibatches } from '../../src/buffer/replay.js';
+import type { AdamW } from '../../src/optim/adamw.js';
+import { groupAdvantages, hasZeroSpread, mean, type AdvantageMode } from './advantage.js';
+import { evalTurnMetrics, runEvalCallbacks, summarizeEval, type EvalEpisode } from '../core/eval.js';
+import { encodePrompt, generateGroup, type CompletionGroup } from '../core/generation.js';
+import { takeJointActions } from '../core/joint-step.js';
+import { policyGradientStep, type PolicyGradientRow } from '../core/loss.js';
+import { groupKl, klMetrics, klPolicyGradientStep, referenceOf, type GroupKl, type KlPolicyGradientRow, type ReferencePolicy } from '../core/reference-kl.js';
+import { agentKey, turnKey, type MetricRecord } from '../core/metrics.js';
+import { saveAgents, type SaveOptions } from '../core/save.js';
+import type { TrainerState } from '../core/state.js';
+import { assertFiniteReward, TrainerBase, type TrainerInputs, type TrainerNames, type TrainOptions } from '../core/trainer.js';
+import { magrpoEvalEarlyTermination, parseMAGRPOConfig, type JointMode, type MAGRPOConfig, type MAGRPOConfigInput } from './config.js';
+
+// ---------------------------------------------------------------------------------------------
+// The algorithm's pure pieces (exported so they can be checked by hand).
+// ---------------------------------------------------------------------------------------------
+
+/**
+ * Joint actions of a node as completion indices per agent. Aligned: (k, k, …, k) for k < K.
+ * Cross: the Cartesian product in itertools.product order (last agent varies fastest). One agent:
+ * aligned.
+ */
+export function jointActions(numAgents: number, k: number, mode: JointMode): number[][] {
+  if (mode === 'aligned' || numAgents === 1) return Array.from({ length: k }, (_, i) => Array<number>(numAgents).fill(i));
+  let tuples: number[][] = [[]];
+  for (let a = 0; a < numAgents; a++) tuples = tuples.flatMap((t) => Array.from({ length: k }, (_, i) => [...t, i]));
+  return tuples;
+}
+
+/** Early termination: a node stops expanding when its mean reward is strictly greater than the threshold. */
+export function terminatesEarly(rewards: readonly number[], threshold: number | null): boolean {
+  return threshold !== null && mean(rewards) > threshold;
+}
+
+/** R_j = r_j + γ · mean(child j's returns), or r_j where joint action j has no child. */
+export function nodeReturns(
+  rewards: readonly number[],
+  childReturns: readonly (readonly number[] | null)[],
+  discount: number,
+): number[] {
+  return rewards.map((r, j) => {
+    const c = childReturns[j];
+    return c && c.length > 0 ? r + discount * mean(c) : r;
+  });
+}
+
+/**
+ * The K returns one agent learns from at a node. Aligned: the joint returns themselves. Cross: for
+ * each of the agent's completions m, the sum of the joint returns whose tuple used m (CoMLRL sums;
+ * under the default z-score this equals the mean).
+ */
+export function agentGroupReturns(
+  returns: readonly number[],
+  joints: readonly (readonly number[])[],
+  agent: number,
+  k: number,
+  mode: JointMode,
+): number[] {
+  if (mode === 'aligned' || joints.length === k) return [...returns];
+  const out = new Array<number>(k).fill(0);
+  joints.forEach((tuple, j) => {
+    out[tuple[agent]] += returns[j];
+  });
+  return out;
+}
+
+/**
+ * Step 4's loss rows of one minibatch: every completion k of every sample with its coefficient, so
+ * that Σ coef · (−Σ_t log π) is loss = (1/|minibatch|) Σ_samples (1/K) Σ_k −A_k · Σ_t log π(token_t),
+ * A being the group-relative advantages of the sample's K returns.
+ */
+export function minibatchRows(minibatch: readonly NodeSample[], mode: AdvantageMode, normalize: boolean, klCoef = 0): PolicyGradientRow[] {
+  return minibatch.flatMap((sample) => {
+    const adv = groupAdvantages(effectiveReturns(sample, klCoef), mode, normalize);
+    const k = sample.completionIds.length;
+    return sample.completionIds.map((completionIds, c) => ({ promptIds: sample.promptIds, completionIds, coef: adv[c] / (k * minibatch.length) }));
+  });
+}
+
+/**
+ * The returns a sample's advantages come from: R_k − β · KL(y_k) under the reference-KL penalty
+ * (`kl_mode: reward`, CoMLRL 1.3.8: applied to each node's returns right before the advantages,
+ * so it does not propagate to the parents' returns), else R_k.
+ */
+export function effectiveReturns(sample: NodeSample, klCoef: number): number[] {
+  const kls = sample.referenceKls;
+  if (!kls || klCoef === 0) return [...sample.returns];
+  return sample.returns.map((r, k) => r - klCoef * kls[k]);
+}
+
+/**
+ * `kl_mode: loss`: {@link minibatchRows} with each completion's KL term, weighted like its
+ * policy-gradient term: β / (K · |minibatch|) · Σ_t k3.
+ */
+export function minibatchKlRows(minibatch: readonly NodeSample[], mode: AdvantageMode, normalize: boolean, klCoef: number): KlPolicyGradientRow[] {
+  const rows = minibatchRows(minibatch, mode, normalize);
+  let r = 0;
+  return minibatch.flatMap((sample) => {
+    const refs = sample.referenceLogProbs;
+    if (!refs) throw new Error(`agent ${sample.agent}: kl_mode 'loss' needs the reference log-probs of every buffered sample`);
+    const k = sample.completionIds.length;
+    return sample.completionIds.map((_, c) => ({ ...rows[r++], refLogProbs: refs[c], klWeight: klCoef / (k * minibatch.length) }));
+  });
+}
+
+// ---------------------------------------------------------------------------------------------
+// Data the trainer keeps.
+// ---------------------------------------------------------------------------------------------
+
+/** One node of the rollout tree. */
+export interface RolloutNode<S> {
+  /** 0-based turn. */
+  readonly turn: number;
+  readonly state: S;
+  /** observations[i]: agent i's prompt text. */
+  readonly observations: string[];
+  /** groups[i]: agent i's K completions. */
+  readonly groups: CompletionGroup[];
+  /** joints[j][i]: which of agent i's completions joint action j uses. */
+  readonly joints: number[][];
+  /** r_j per joint action. */
+  readonly rewards: number[];
+  /** The child each joint action led to (null: leaf branch). */
+  readonly children: (RolloutNode<S> | null)[];
+  /** R_j per joint action. */
+  readonly returns: number[];
+  /** kl[i]: agent i's reference KL per completion (reference KL on), else null or absent. */
+  readonly kl?: GroupKl[] | null;
+  /** env_step after this node's rewards were counted (CoMLRL's node ordering key). */
+  readonly envStep: number;
+}
+
+/** What one agent learns from at one node: its K completions and their returns. JSON-able. */
+export interface NodeSample {
+  readonly agent: number;
+  readonly turn: number;
+  readonly envStep: number;
+  readonly promptIds: number[];
+  readonly completionIds: number[][];
+  /** Per-completion return (aggregated over combinations in cross mode). */
+  readonly returns: number[];
+  readonly nodeMeanReward: number;
+  readonly nodeMeanReturn: number;
+  /** Reference KL per completion (reference KL on). */
+  readonly referenceKls?: number[];
+  /** log p_ref per completion token (`kl_mode: loss`). */
+  readonly referenceLogProbs?: number[][];
+}
+
+/** Per-agent samples of a tree, each list ordered by env_step (pre-order: parents first). */
+export function treeSamples<S>(root: RolloutNode<S>, numAgents: number, k: number, mode: JointMode): NodeSample[][] {
+  const out: NodeSample[][] = Array.from({ length: numAgents }, () => []);
+  const visit = (node: RolloutNode<S>): void => {
+    for (const child of node.children) if (child) visit(child);
+    for (let a = 0; a < numAgents; a++) {
+      out[a].push({
+        agent: a,
+        turn: node.turn,
+        envStep: node.envStep,
+        promptIds: node.groups[a].promptIds,
+        completionIds: node.groups[a].ids,
+        returns: agentGroupReturns(node.returns, node.joints, a, k, mode),
+        nodeMeanReward: mean(node.rewards),
+        nodeMeanReturn: mean(node.returns),
+        ...klFields(node.kl?.[a]),
+      });
+    }
+  };
+  visit(root);
+  for (const list of out) list.sort((x, y) => x.envStep - y.envStep);
+  return out;
+}
+
+/** A sample's KL fields: the KLs, and the reference log-probs when they were kept (loss mode). */
+function klFields(kl: GroupKl | undefined): Pick<NodeSample, 'referenceKls' | 'referenceLogProbs'> {
+  if (!kl) return {};
+  return kl.referenceLogProbs.length > 0 ? { referenceKls: kl.kls, referenceLogProbs: kl.referenceLogProbs } : { referenceKls: kl.kls };
+}
+
+/** Every node of a tree, pre-order. */
+export function treeNodes<S>(root: RolloutNode<S>): RolloutNode<S>[] {
+  const out: RolloutNode<S>[] = [];
+  const visit = (n: RolloutNode<S>): void => {
+    out.push(n);
+    for (const c of n.children) if (c) visit(c);
+  };
+  visit(root);
+  return out;
+}
+
+/** MAGRPO's trainer-specific resume data. */
+export interface MAGRPOStateExtra {
+  /** Pending node samples per agent. */
+  readonly buffers: NodeSample[][];
+  /** Per-turn sums for the epoch-end metrics. */
+  readonly epochTurnStats: { turn: number; nodes: number; rewardSum: number; returnSum: number }[];
+}
+
+/** A MAGRPO trainer snapshot. */
+export type MAGRPOTrainerState = TrainerState<MAGRPOStateExtra>;
+
+/** Constructor arguments of {@link MAGRPOTrainer}. */
+export interface MAGRPOTrainerOptions<T, S> extends TrainerInputs<T, S> {
+  /** CoMLRL MAGRPOConfig fields (snake_case) plus comlrl extras; see magrpo-config.ts. */
+  config?: MAGRPOConfigInput;
+}
+
+/** Options of {@link MAGRPOTrainer.train}. */
+export type MAGRPOTrainOptions = TrainOptions;
+
+/**
+ * What a trainer built on MAGRPO's algorithm changes: its names (in errors and its saved state) and
+ * how its config section parses (the REINFORCE family: other `advantage_mode` defaults).
+ */
+export interface MAGRPOVariant {
+  readonly names: TrainerNames;
+  parse(input: MAGRPOConfigInput): MAGRPOConfig;
+}
+
+/** MAGRPO itself. */
+const MAGRPO_VARIANT: MAGRPOVariant = { names: { className: 'MAGRPOTrainer', label: 'MAGRPO', stateTag: 'magrpo' }, parse: parseMAGRPOConfig };
+
+/** One evaluation's results. */
+export interface MAGRPOEvalResult<T, S> {
+  readonly envStep: number;
+  /** `eval/turn_k/mean_reward`, `eval/turn_k/mean_return`, callback metrics, timing. */
+  readonly metrics: MetricRecord;
+  readonly episodes: EvalEpisode<T, S>[];
+}
+
+/** Update statistics of one agent since the last log. */
+interface UpdateWindow {
+  steps: number;
+  lossSum: number;
+  gradNormSum: number;
+}
+
+/**
+ * Trains n LLM agents with MAGRPO on an LLM Dec-POMDP.
+ *
+ * ```ts
+ * const trainer = new MAGRPOTrainer({ agents, env, trainTasks, evalTasks, config: { num_turns: 1, num_generations: 4 } });
+ * await trainer.train();
+ * await trainer.save('out');
+ * ```
+ */
+export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
+  /** One AdamW per agent. */
+  readonly optimizers: readonly AdamW[];
+
+  /** K: completions per agent at every node. */
+  private readonly k: number;
+  private buffers: NodeSample[][];
+  private epochTurnStats = new Map<number, { nodes: number; rewardSum: number; returnSum: number }>();
+  private tokensWindow: number[];
+  private completionsWindow: number[];
+  private updateWindow: UpdateWindow[];
+  /** Each agent's frozen reference (reference KL on), else null. */
+  private readonly references: readonly ReferencePolicy[] | null;
+
+  constructor(options: MAGRPOTrainerOptions<T, S>, variant: MAGRPOVariant = MAGRPO_VARIANT) {
+    super(variant.names, variant.parse(options.config ?? {}), options);
+    const { agents, config } = this;
+    this.k = config.num_generations;
+    this.optimizers = agents.map((a) => this.adamW(a.model.trainableVariables(), config.agent_learning_rate));
+    this.buffers = agents.map(() => []);
+    this.tokensWindow = agents.map(() => 0);
+    this.completionsWindow = agents.map(() => 0);
+    this.updateWindow = agents.map(() => ({ steps: 0, lossSum: 0, gradNormSum: 0 }));
+    // Built before any update: a frozen copy must hold the starting weights.
+    this.references = config.reference_kl_enabled ? agents.map((a) => referenceOf(a)) : null;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Training loop (the epochs and the eval schedule are in core/trainer.ts).
+  // -------------------------------------------------------------------------------------------
+
+  /** One task: expand its rollout tree, buffer every agent's samples and update each full buffer. */
+  protected async trainOn(task: T): Promise<void> {
+    const root = await this.rolloutTree(task);
+    const samples = treeSamples(root, this.agents.length, this.k, this.config.joint_mode);
+    for (let a = 0; a < this.agents.length; a++) {
+      for (const sample of samples[a]) {
+        this.buffers[a].push(sample);
+        if (this.buffers[a].length >= this.config.rollout_buffer_size) await this.updateAgent(a);
+      }
+    }
+    this.recordTree(root);
+    await this.maybeLogTrain(root);
+  }
+
+  /** Epoch end: whatever is left in the buffers is trained on too. */
+  protected async endEpoch(): Promise<void> {
+    for (let a = 0; a < this.agents.length; a++) if (this.buffers[a].length > 0) await this.updateAgent(a);
+    await this.logEpochEnd();
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // 1–2. The rollout tree and its returns.
+  // -------------------------------------------------------------------------------------------
+
+  /** Expands the full rollout tree of one task (sampling with the training settings). */
+  async rolloutTree(task: T): Promise<RolloutNode<S>> {
+    return this.expandNode(this.env.initialState(task), 0);
+  }
+
+  private async expandNode(state: S, turn: number): Promise<RolloutNode<S>> {
+    const { agents, env, k } = this;
+    const { joint_mode: mode, num_turns: numTurns, discount } = this.config;
+
+    // Every agent observes the state and samples K completions (one generate call per agent).
+    const observations = agents.map((_, i) => env.observe(state, i));
+    const groups: CompletionGroup[] = [];
+    for (let i = 0; i < agents.length; i++) {
+      const promptIds = encodePrompt(agents[i], observations[i], env.rendering?.(state, i));
+      const group = await this.timer.time('generation', () => generateGroup(agents[i], promptIds, k, this.settings, this.samplingRng));
+      this.tokensWindow[i] += group.ids.reduce((s, c) => s + c.length, 0);
+      this.completionsWindow[i] += group.ids.length;
+      groups.push(group);
+    }
+    const kl = await this.referenceKl(groups);
+
+    // Joint actions (aligned: K, cross: K^n) and their joint rewards.
+    const joints = jointActions(agents.length, k, mode);
+    const actions = joints.map((tuple) => tuple.map((c, i) => groups[i].texts[c]));
+    // Rewards first; with a staged env the (possibly costly) transitions only for nodes that will have children.
+    const expand = (rewards: readonly number[]) => turn + 1 < numTurns && !terminatesEarly(rewards, this.config.early_termination_threshold);
+    const steps = await takeJointActions(env, state, actions, (rewards) => rewards.map(() => expand(rewards)), (r) => assertFiniteReward(this.names.label, env.name, r, turn), this.timer);
+    const rewards = steps.map((s) => s.reward);
+    this.envStep += joints.length;
+    const envStep = this.envStep;
+
+    // Children: each joint action's next state is expanded with a fresh K per agent.
+    const children: (RolloutNode<S> | null)[] = [];
+    const grow = expand(rewards);
+    for (let j = 0; j < joints.length; j++) {
+      const step = steps[j];
+      children.push(grow && step.next !== null && !step.done ? await this.expandNode(step.next, turn + 1) : null);
+    }
+
+    // Returns bottom-up: R_j = r_j + γ·mean(child j's returns).
+    const returns = nodeReturns(rewards, children.map((c) => c?.returns ?? null), discount);
+    return { turn, state, observations, groups, joints, rewards, children, returns, kl, envStep };
+  }
+
+  /** Every agent's reference KL of its K completions at a node (null when reference KL is off). */
+  private async referenceKl(groups: readonly CompletionGroup[]): Promise<GroupKl[] | null> {
+    const references = this.references;
+    if (!references) return null;
+    const out: GroupKl[] = [];
+    for (let i = 0; i < groups.length; i++) {
+      const g = groups[i];
+      const kl = await this.timer.time('reference_kl', () => groupKl(this.agents[i].model, references[i], g.promptIds, g.ids));
+      // The per-token reference log-probs are kept only where the loss needs them.
+      out.push(this.config.kl_mode === 'loss' ? kl : { kls: kl.kls, referenceLogProbs: [] });
+    }
+    return out;
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // 3–4. Buffers → minibatches → one AdamW step each.
+  // -------------------------------------------------------------------------------------------
+
+  /** Consumes agent a's buffer: by turn group, shuffled minibatches, one optimizer step each. */
+  private async updateAgent(a: number): Promise<void> {
+    const buffer = this.buffers[a];
+    this.buffers[a] = [];
+    const { advantage_mode: mode, advantage_normalization: normalize } = this.config;
+    const agent = this.agents[a];
+    // By turn group (ascending), each shuffled and cut into minibatches: the plan the actor-critic trainers use, one pass.
+    const plan = planMinibatches(buffer.map((s) => s.turn), { batchSize: this.trainBatchSize, epochs: 1, rng: this.minibatchRng });
+    const { reference_kl_enabled: klOn, reference_kl_coef: klCoef, kl_mode: klMode } = this.config;
+    for (const { turn, indices } of plan) {
+      const minibatch = indices.map((i) => buffer[i]);
+      const options = {
+        maxGradNorm: this.config.max_grad_norm,
+        chunkSize: this.config.scoring_batch_size,
+        label: `${this.names.label} agent ${a} ('${agent.name}'), turn ${turn + 1}`,
+      };
+      const result = await this.timer.time('training', () =>
+        klOn && klMode === 'loss'
+          ? klPolicyGradientStep(agent.model, this.optimizers[a], minibatchKlRows(minibatch, mode, normalize, klCoef), options)
+          : policyGradientStep(agent.model, this.optimizers[a], minibatchRows(minibatch, mode, normalize, klOn ? klCoef : 0), options),
+      );
+      this.optimizerSteps++;
+      const w = this.updateWindow[a];
+      w.steps++;
+      w.lossSum += result.loss;
+      w.gradNormSum += result.gradNorm;
+    }
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Evaluation.
+  // -------------------------------------------------------------------------------------------
+
+  /**
+   * Plays the first `eval_num_samples` eval tasks along one path (one completion per agent per turn),
+   * greedy if `eval_greedy`. An episode ends after a turn whose reward is strictly greater than
+   * `early_termination_threshold`, as in training and in the actor-critic trainers' evaluation;
+   * `eval_early_termination: false` plays every turn (CoMLRL 1.3.6). The eval sampling stream
+   * restarts from the seed at every evaluation, so successive evaluations differ only by the weights.
+   */
+  async evaluate(): Promise<MAGRPOEvalResult<T, S>> {
+    const t0 = performance.now();
+    const episodes = await this.playEvalEpisodes(magrpoEvalEarlyTermination(this.config));
+    const metrics: MetricRecord = {
+      ...evalTurnMetrics(summarizeEval(episodes)),
+      ...(await runEvalCallbacks(this.evalCallbacks, episodes)),
+      'eval/time_s': (performance.now() - t0) / 1000,
+    };
+    await this.logger?.log(this.envStep, metrics);
+    return { envStep: this.envStep, metrics, episodes };
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Metrics.
+  // -------------------------------------------------------------------------------------------
+
+  private recordTree(root: RolloutNode<S>): void {
+    for (const node of treeNodes(root)) {
+      const s = this.epochTurnStats.get(node.turn) ?? { nodes: 0, rewardSum: 0, returnSum: 0 };
+      s.nodes++;
+      s.rewardSum += mean(node.rewards);
+      s.returnSum += mean(node.returns);
+      this.epochTurnStats.set(node.turn, s);
+    }
+  }
+
+  /** Train metrics of the latest tree plus the window since the last log, throttled by `logging_steps`. */
+  private async maybeLogTrain(root: RolloutNode<S>): Promise<void> {
+    if (!this.trainLogDue()) return;
+    const m: MetricRecord = { epoch: this.cursor.epoch, optimizer_steps: this.optimizerSteps };
+    const byTurn = new Map<number, RolloutNode<S>[]>();
+    for (const node of treeNodes(root)) byTurn.set(node.turn, [...(byTurn.get(node.turn) ?? []), node]);
+    for (const [turn, nodes] of [...byTurn.entries()].sort((x, y) => x[0] - y[0])) {
+      m[turnKey(turn, 'reward_mean')] = mean(nodes.map((n) => mean(n.rewards)));
+      m[turnKey(turn, 'expected_return')] = mean(nodes.map((n) => mean(n.returns)));
+      // Groups whose K rewards are all equal give zero advantage: no learning signal.
+      m[turnKey(turn, 'zero_reward_spread_frac')] = mean(nodes.map((n) => (hasZeroSpread(n.rewards) ? 1 : 0)));
+      m[turnKey(turn, 'nodes')] = nodes.length;
+    }
+    let tokens = 0;
+    for (let a = 0; a < this.agents.length; a++) {
+      const w = this.updateWindow[a];
+      if (w.steps > 0) {
+        m[agentKey(a, 'loss')] = w.lossSum / w.steps;
+        m[agentKey(a, 'grad_norm')] = w.gradNormSum / w.steps;
+      }
+      m[agentKey(a, 'updates')] = w.steps;
+      m[agentKey(a, 'tokens_generated')] = this.tokensWindow[a];
+      if (this.completionsWindow[a] > 0) m[agentKey(a, 'completion_length_mean')] = this.tokensWindow[a] / this.completionsWindow[a];
+      tokens += this.tokensWindow[a];
+      this.updateWindow[a] = { steps: 0, lossSum: 0, gradNormSum: 0 };
+      this.tokensWindow[a] = 0;
+      this.completionsWindow[a] = 0;
+    }
+    m.tokens_generated = tokens;
+    // The item's tree, as the turn metrics above.
+    if (this.references) {
+      const samples = treeNodes(root).flatMap((n) => (n.kl ?? []).flatMap((g, agent) => g.kls.map((kl) => ({ agent, turn: n.turn, kl }))));
+      Object.assign(m, klMetrics(samples, this.config));
+    }
+    Object.assign(m, this.timer.drain('time/'));
+    await this.logger?.log(this.envStep, m);
+  }
+
+  private async logEpochEnd(): Promise<void> {
+    const m: MetricRecord = {};
+    for (const [turn, s] of [...this.epochTurnStats.entries()].sort((x, y) => x[0] - y[0])) {
+      m[turnKey(turn, 'epoch_reward_mean')] = s.rewardSum / s.nodes;
+      m[turnKey(turn, 'epoch_avg_return')] = s.returnSum / s.nodes;
+    }
+    this.epochTurnStats = new Map();
+    await this.logger?.log(this.envStep, m);
+  }
+
+  // -------------------------------------------------------------------------------------------
+  // Saving and resuming.
+  // -------------------------------------------------------------------------------------------
+
+  /** Writes `dir/agent_i/` (HF-format weights + tokenizer) for every agent (see {@link SaveOptions}). */
+  async save(dir: string, options: SaveOptions = {}): Promise<string[]> {
+    const dirs = await saveAgents(dir, this.agents, options);
+    if (options.final !== false) await this.logger?.log(this.envStep, { final_model_saved: 1 });
+    return dirs;
+  }
+
+  /** Everything besides the weights needed to resume exactly: counters, cursor, streams, AdamW moments, buffers. */
+  exportState(): MAGRPOTrainerState {
+    return this.snapshot(this.optimizers, {
+      buffers: this.buffers.map((b) => b.map((s) => structuredClone(s))),
+      epochTurnStats: [...this.epochTurnStats.entries()].map(([turn, s]) => ({ turn, ...s })),
+    });
+  }
+
+  /** Restores a snapshot from {@link MAGRPOTrainer.exportState} (load the saved weights into the agents first). */
+  importState(state: MAGRPOTrainerState): void {
+    this.restoreSnapshot(state, this.optimizers, (extra) => {
+      if (extra.buffers.length !== this.agents.length) {
+        throw new Error(`importState: ${extra.buffers.length} rollout buffers for ${this.agents.length} agents`);
+      }
+    });
+    this.buffers = state.extra.buffers.map((b) => b.map((s) => structuredClone(s)));
+    this.epochTurnStats = new Map(state.extra.epochTurnStats.map(({ turn, ...s }) => [turn, s]));
+  }
+
+  /** Frees the optimizers' moment tensors (the agents' models stay with the caller). */
+  dispose(): void {
+    for (const o of this.optimizers) o.dispose();
+    for (const r of this.references ?? []) r.dispose();
+  }
+}

@@ -1,0 +1,3 @@
+/** The REINFORCE family: MAREINFORCE, MAReMax and MARLOO (MAGRPO with other advantage baselines). */
+export * from './config.js';
+export * from './trainer.js';
