@@ -221,12 +221,22 @@ export function policyGradientStep(
   for (const r of rows) {
     if (!Number.isFinite(r.coef)) throw new Error(`${options.label ?? 'policy update'}: a row has a non-finite weight (${r.coef})`);
   }
+  return stepOnSequenceLoss(model, optimizer, rows, linearPolicyLoss, { ...options, skip: (r) => r.coef === 0 });
+}
+
+/**
+ * One optimizer step on any sequence loss: its gradients over the scored rows
+ * ({@link sequenceLossGradients}), clipped and applied ({@link applyGradients}), with the timings.
+ */
+export function stepOnSequenceLoss<R extends ScoredCompletion>(
+  model: CausalLM,
+  optimizer: AdamW,
+  rows: readonly R[],
+  loss: SequenceLoss<R>,
+  options: PolicyGradientOptions & { readonly skip?: (row: R) => boolean },
+): PolicyGradientResult {
   const t0 = performance.now();
-  const g = sequenceLossGradients(model, rows, linearPolicyLoss, {
-    chunkSize: options.chunkSize ?? null,
-    skip: (r) => r.coef === 0,
-    label: options.label,
-  });
+  const g = sequenceLossGradients(model, rows, loss, { chunkSize: options.chunkSize ?? null, skip: options.skip, label: options.label });
   const t1 = performance.now();
   const applied = applyGradients(optimizer, g.grads, options.maxGradNorm, options.label);
   const t2 = performance.now();

@@ -29,7 +29,8 @@ import { TfCausalLM } from '../../src/model/causal-lm.js';
 import type { CausalLM, CompletionScores } from '../../src/model/types.js';
 import type { AdamW } from '../../src/optim/adamw.js';
 import { boolField, enumField, finiteNumber } from './config.js';
-import { applyGradients, linearPolicyLoss, sequenceLossGradients, type PolicyGradientOptions, type PolicyGradientResult, type PolicyGradientRow } from './loss.js';
+import { linearPolicyLoss, stepOnSequenceLoss, type PolicyGradientOptions, type PolicyGradientResult, type PolicyGradientRow, type SequenceLoss } from './loss.js';
+import { agentKey, turnKey } from './metrics.js';
 
 /** Where the KL enters training (see the module comment). */
 export const KL_MODES = ['reward', 'loss'] as const;
@@ -197,30 +198,13 @@ export function klPolicyGradientStep(
     if (r.completionIds.length === 0) throw new Error(`${label}: an empty completion cannot be scored`);
   }
   let klLoss = 0;
-  const t0 = performance.now();
-  const g = sequenceLossGradients(
-    model,
-    rows,
-    (seq, chunk, scores) => {
-      const kl = (scores && klLossTerm(scores, chunk)) ?? tf.scalar(0);
-      klLoss += kl.dataSync()[0];
-      return tf.add(linearPolicyLoss(seq, chunk), kl) as tf.Scalar;
-    },
-    { chunkSize: options.chunkSize ?? null, skip: (r) => r.coef === 0 && r.klWeight === 0, label },
-  );
-  const t1 = performance.now();
-  const applied = applyGradients(optimizer, g.grads, options.maxGradNorm, label);
-  const t2 = performance.now();
-  return {
-    loss: g.loss,
-    klLoss,
-    gradNorm: applied.gradNorm,
-    clipped: applied.clipped,
-    rowsScored: g.rowsScored,
-    tokensScored: g.tokensScored,
-    gradientSeconds: (t1 - t0) / 1000,
-    optimizerSeconds: (t2 - t1) / 1000,
+  const klTerm: SequenceLoss<KlPolicyGradientRow> = (seq, chunk, scores) => {
+    const kl = (scores && klLossTerm(scores, chunk)) ?? tf.scalar(0);
+    klLoss += kl.dataSync()[0];
+    return tf.add(linearPolicyLoss(seq, chunk), kl) as tf.Scalar;
   };
+  const result = stepOnSequenceLoss(model, optimizer, rows, klTerm, { ...options, label, skip: (r) => r.coef === 0 && r.klWeight === 0 });
+  return { ...result, klLoss };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -242,7 +226,7 @@ export interface KlSample {
 export function klMetrics(samples: readonly KlSample[], settings: ReferenceKlSettings): Record<string, number> {
   const sums = new Map<string, { n: number; kl: number }>();
   for (const s of samples) {
-    const key = `agent_${s.agent}/turn_${s.turn + 1}/kl`;
+    const key = agentKey(s.agent, turnKey(s.turn, 'kl'));
     const acc = sums.get(key) ?? { n: 0, kl: 0 };
     acc.n++;
     acc.kl += s.kl;
