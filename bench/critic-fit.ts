@@ -1,171 +1,136 @@
 /**
- * `npm run bench -- critic-fit`: can the paper bench's centralized critic fit the sparse reward at
- * all? A supervised check, no actors: the critic reads the joint history at the LAST turn of a
- * hidden-cue episode (the input CoLLM-CC gives it, `critic_history: full`, with m_t) and regresses
- * on that episode's reward, which is a fixed function of the cues and the first turn's words that
- * this input contains. Turn-1 words are one of the four answers half of the time (else any of the
- * 9 words) so that about 57% of the rewards are non-zero, far more than the ~5% an untrained
- * policy earns; later turns' words are uniform. Training uses the trainers' own critic step
- * (`criticStep`: AdamW, value_loss_coef 0.6, no value clip) on minibatches of 4 fresh episodes;
- * the figure is the explained variance on 200 held-out episodes after 0, 80, 320 and 1,280 steps
- * (the paper bench's CoLLM-CC critic takes 640 steps in all on H = 4, 160 on H = 1).
+ * `npm run bench -- critic-fit`: the paper bench's gate. Can its centralized critic read its input,
+ * within the critic steps one CoLLM-CC run of the bench takes? Supervised, no actors: the critic
+ * reads CoLLM-CC's input (joint history and m_t with progress) at a random turn t of a hidden-cue
+ * relay episode played by the behaviour policy of bench/relay-episodes.ts, and regresses on that
+ * episode's return G_t (γ = 0.9) with the trainers' own critic step (`criticStep`, AdamW,
+ * value_loss_coef 0.6, no value clip) on minibatches of the bench's size. The figure is the
+ * explained variance (1 − Var(y − V)/Var(y)) on held-out histories whose target y is their value
+ * under the behaviour policy, E[G_t | h_t], estimated from {@link CONTINUATIONS} continuations
+ * each, so a critic that reads its input perfectly scores near 1.
  *
- * Knobs: COMLRL_CRITIC_FIT_H (horizons, default `2,4`), COMLRL_CRITIC_FIT_SIZES (critics as
- * hidden×layers, default `64x2`, the paper bench's), COMLRL_CRITIC_FIT_SEEDS (default `1,2`),
- * COMLRL_CRITIC_FIT_LR (default 1e-2, the paper bench's critic learning rate); wasm unless
- * COMLRL_BACKEND names another backend. Figures only.
+ * The gate passes when every variant's pretrained critic reaches EV ≥ {@link GATE_EV} at the end of
+ * its step budget; `npm run bench -- paper` runs it first and reports its comparison only then.
+ * The random-init critic is fitted alongside for the record.
  */
-import * as fs from 'node:fs';
-import * as os from 'node:os';
-import * as path from 'node:path';
-import { initBackend } from '../src/backend/init.js';
 import { explainedVariance } from '../src/buffer/targets.js';
 import { createCriticHead } from '../src/critic/heads.js';
-import { centralizedCriticIds, CRITIC_LAYOUT_WORDS } from '../src/critic/inputs.js';
-import { ValueModel } from '../src/critic/value-model.js';
-import { createTinyModel } from '../src/model/tiny.js';
-import { loadCausalLM } from '../src/model/load.js';
+import { ValueModel, type CriticLM } from '../src/critic/value-model.js';
 import { AdamW } from '../src/optim/adamw.js';
-import { loadTokenizer } from '../src/tokenizer/load.js';
-import type { Tokenizer } from '../src/tokenizer/types.js';
-import { createRng, rngFor, type Rng } from '../src/util/rng.js';
-import { hiddenCueAnswers, hiddenCueCues, HiddenCueEnv, hiddenCueScore, hiddenCueTasks, hiddenCueWords, type HiddenCueTask } from '../envs/hidden-cue/index.js';
+import { createRng, rngFor } from '../src/util/rng.js';
+import { HiddenCueRelayEnv, relayTasks, type RelayPayment } from '../envs/hidden-cue/relay.js';
 import { criticStep } from '../trainers/collm/steps.js';
+import { ccCriticText, playRelay, randomEpisode, returnsOf } from './relay-episodes.js';
 
-const CHECKPOINTS = [0, 80, 320, 1280] as const;
-const HELD_OUT = 200;
-const BATCH = 4;
+/** Held-out explained variance the pretrained critic must reach. */
+export const GATE_EV = 0.5;
+/** Behaviour continuations per held-out history for its value. */
+export const CONTINUATIONS = 16;
 const VALUE_LOSS_COEF = 0.6;
+const GAMMA = 0.9;
 
-/** One critic's fit. */
-export interface CriticFitRow {
+/** One fit's settings. */
+export interface CriticFitOptions {
   readonly horizon: number;
-  readonly size: string;
+  readonly payment: RelayPayment;
+  /** The critic's LM and tokenizer (its value head is created here, seeded by `seed`). */
+  readonly critic: CriticLM;
+  /** Optimizer steps (the bench: one CoLLM-CC run's critic steps). */
+  readonly steps: number;
+  /** Rows per step. */
+  readonly batch: number;
+  readonly lr: number;
   readonly seed: number;
-  /** Tokens of a last-turn critic input. */
-  readonly tokens: number;
-  /** Share of held-out episodes with a non-zero reward. */
-  readonly nonZero: number;
-  /** Held-out explained variance at each of {@link CHECKPOINTS}. */
+  /** Held-out histories. Default 128. */
+  readonly heldOut?: number;
+  /** Steps after which EV is measured besides the last (fractions of `steps`). Default 0, ¼, ½. */
+  readonly checkpoints?: readonly number[];
+}
+
+/** One fit's outcome. */
+export interface CriticFitResult {
+  /** Steps at which EV was measured, the last = `steps`. */
+  readonly at: number[];
+  /** Held-out explained variance at each of `at`. */
   readonly explainedVariance: number[];
+  /** Longest critic input seen (tokens). */
+  readonly tokens: number;
   readonly seconds: number;
 }
 
-interface Example {
+interface Row {
   ids: number[];
   target: number;
 }
 
-const ANSWERS = hiddenCueCues.flatMap((c) => hiddenCueAnswers[c]);
-
-function word(rng: Rng, answerShare: number): string {
-  return rng.next() < answerShare ? ANSWERS[Math.floor(rng.next() * ANSWERS.length)] : hiddenCueWords[Math.floor(rng.next() * hiddenCueWords.length)];
-}
-
-/** The last turn's critic input of one episode with random words, and the episode's reward. */
-async function example(env: HiddenCueEnv, tokenizer: Tokenizer, task: HiddenCueTask, rng: Rng): Promise<Example> {
-  let state = env.initialState(task);
-  const history: { observations: string[]; actions: string[] }[] = [];
-  let first: string[] = [];
-  for (let t = 0; ; t++) {
-    const observations = [env.observe(state, 0), env.observe(state, 1)];
-    if (t === env.horizon - 1) {
-      const ids = centralizedCriticIds(tokenizer, { observations, globalInfo: env.globalInfo(state), history }, 2048);
-      return { ids, target: hiddenCueScore(task.cues, first) };
-    }
-    const actions = t === 0 ? [word(rng, 0.5), word(rng, 0.5)] : [word(rng, 0), word(rng, 0)];
-    if (t === 0) first = actions;
-    history.push({ observations, actions });
-    state = (await env.step(state, actions)).next;
-  }
-}
-
-/** Fits one critic (see the module comment). */
-async function fitOne(horizon: number, hidden: number, layers: number, seed: number, lr: number): Promise<CriticFitRow> {
+/** Fits a critic (see the module comment). Disposes only what it creates (the head, the optimizer). */
+export async function fitCritic(o: CriticFitOptions): Promise<CriticFitResult> {
   const t0 = performance.now();
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-critic-fit-'));
+  const env = new HiddenCueRelayEnv({ numTurns: o.horizon, payment: o.payment });
+  const tasks = relayTasks(16, o.horizon, 'critic-fit');
+  const rng = createRng(`critic-fit:${o.seed}`);
+  let tokens = 0;
+  const encode = (text: string) => {
+    const ids = o.critic.tokenizer.encode(text);
+    tokens = Math.max(tokens, ids.length);
+    return ids;
+  };
+  const heldOut: Row[] = [];
+  for (let i = 0; i < (o.heldOut ?? 128); i++) {
+    const turns = await randomEpisode(env, tasks, rng);
+    const t = rng.int(turns.length);
+    let sum = 0;
+    for (let c = 0; c < CONTINUATIONS; c++) sum += returnsOf((await playRelay(env, turns[t].state, rng)).map((k) => k.reward), GAMMA)[0];
+    heldOut.push({ ids: encode(ccCriticText(turns, t)), target: sum / CONTINUATIONS });
+  }
+  const draw = async (): Promise<Row> => {
+    const turns = await randomEpisode(env, tasks, rng);
+    const t = rng.int(turns.length);
+    return { ids: encode(ccCriticText(turns, t)), target: returnsOf(turns.map((k) => k.reward), GAMMA)[t] };
+  };
+  const critic = new ValueModel(o.critic.model, createCriticHead(o.critic.model.hiddenSize, { type: 'linear' }, rngFor(o.seed, 'init')), o.critic.tokenizer, false);
+  const optimizer = new AdamW(critic.ownVariables(), { lr: o.lr });
   try {
-    const words = [...new Set([...hiddenCueWords, ...CRITIC_LAYOUT_WORDS])];
-    await createTinyModel({ dir, arch: 'qwen3', seed: 1000 * seed + 10, tokenizer: 'word', words, hiddenSize: hidden, numLayers: layers });
-    const model = await loadCausalLM(dir);
-    const tokenizer = await loadTokenizer(dir);
-    try {
-      const env = new HiddenCueEnv({ numTurns: horizon });
-      const tasks = hiddenCueTasks(4, 'fit');
-      const rng = createRng(7 * seed + 1);
-      const draw = async (n: number) => {
-        const out: Example[] = [];
-        for (let i = 0; i < n; i++) out.push(await example(env, tokenizer, tasks[i % tasks.length], rng));
-        return out;
-      };
-      const heldOut = await draw(HELD_OUT);
-      const critic = new ValueModel(model, createCriticHead(model.hiddenSize, { type: 'linear' }, rngFor(seed, 'init')), tokenizer, false);
-      const optimizer = new AdamW(critic.ownVariables(), { lr });
-      const ev: number[] = [];
-      let step = 0;
-      for (const until of CHECKPOINTS) {
-        for (; step < until; step++) {
-          const batch = await draw(BATCH);
-          criticStep(critic, optimizer, batch.map((e) => ({ criticIds: e.ids, target: e.target, oldValue: 0 })), VALUE_LOSS_COEF, null, { maxGradNorm: null, chunkSize: null, label: 'critic fit' });
-        }
-        ev.push(explainedVariance(await critic.predict(heldOut.map((e) => e.ids)), heldOut.map((e) => e.target)));
+    const at = [...new Set([...(o.checkpoints ?? [0, Math.round(o.steps / 4), Math.round(o.steps / 2)]), o.steps])].sort((a, b) => a - b);
+    const ev: number[] = [];
+    let step = 0;
+    for (const until of at) {
+      for (; step < until; step++) {
+        const rows: Row[] = [];
+        for (let i = 0; i < o.batch; i++) rows.push(await draw());
+        criticStep(critic, optimizer, rows.map((r) => ({ criticIds: r.ids, target: r.target, oldValue: 0 })), VALUE_LOSS_COEF, null, { maxGradNorm: null, chunkSize: null, label: 'critic fit' });
       }
-      optimizer.dispose();
-      critic.head.dispose();
-      return {
-        horizon,
-        size: `${hidden}×${layers}`,
-        seed,
-        tokens: heldOut[0].ids.length,
-        nonZero: heldOut.filter((e) => e.target > 0).length / heldOut.length,
-        explainedVariance: ev,
-        seconds: (performance.now() - t0) / 1000,
-      };
-    } finally {
-      model.dispose();
+      ev.push(explainedVariance(await critic.predict(heldOut.map((r) => r.ids)), heldOut.map((r) => r.target)));
     }
+    return { at, explainedVariance: ev, tokens, seconds: (performance.now() - t0) / 1000 };
   } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
+    optimizer.dispose();
+    critic.head.dispose();
   }
 }
 
-function list(value: string | undefined, fallback: string): string[] {
-  return (value ?? fallback).split(',').map((s) => s.trim()).filter(Boolean);
+/** A gate row as the paper bench prints it. */
+export interface GateRow {
+  readonly variant: string;
+  readonly arm: 'random' | 'pretrained';
+  readonly seed: number;
+  readonly result: CriticFitResult;
 }
 
-/** Every (horizon, size, seed) of the knobs, in order. */
-export async function benchCriticFit(env: NodeJS.ProcessEnv = process.env): Promise<CriticFitRow[]> {
-  const horizons = list(env.COMLRL_CRITIC_FIT_H, '2,4').map(Number);
-  const sizes = list(env.COMLRL_CRITIC_FIT_SIZES, '64x2').map((s) => {
-    const m = /^(\d+)x(\d+)$/.exec(s);
-    if (!m) throw new Error(`COMLRL_CRITIC_FIT_SIZES: '${s}' is not hidden×layers like 64x2`);
-    return [Number(m[1]), Number(m[2])] as const;
-  });
-  const seeds = list(env.COMLRL_CRITIC_FIT_SEEDS, '1,2').map(Number);
-  const lr = Number(env.COMLRL_CRITIC_FIT_LR ?? 1e-2);
-  for (const h of horizons) if (!Number.isInteger(h) || h < 2) throw new Error(`COMLRL_CRITIC_FIT_H: horizons must be integers ≥ 2 (the reward must lie in the history), got ${h}`);
-  if (!(lr > 0)) throw new Error(`COMLRL_CRITIC_FIT_LR must be a positive number, got ${env.COMLRL_CRITIC_FIT_LR}`);
-  // The paper bench's backend (wasm) unless COMLRL_BACKEND names another.
-  await initBackend(env.COMLRL_BACKEND ? undefined : 'wasm');
-  const rows: CriticFitRow[] = [];
-  for (const h of horizons) {
-    for (const [hidden, layers] of sizes) {
-      for (const seed of seeds) {
-        const row = await fitOne(h, hidden, layers, seed, lr);
-        console.error(`[bench critic-fit] H=${h} critic ${row.size} seed ${seed}: EV ${row.explainedVariance.map((e) => e.toFixed(3)).join(' → ')} (${row.seconds.toFixed(0)} s)`);
-        rows.push(row);
-      }
-    }
-  }
-  return rows;
+/** Whether the gate passes: every pretrained row's last EV ≥ {@link GATE_EV} (and there is one). */
+export function gatePasses(rows: readonly GateRow[]): boolean {
+  const pre = rows.filter((r) => r.arm === 'pretrained');
+  return pre.length > 0 && pre.every((r) => r.result.explainedVariance[r.result.explainedVariance.length - 1] >= GATE_EV);
 }
 
-/** Prints the table. */
-export function printCriticFitTable(rows: readonly CriticFitRow[], lr: number): void {
-  console.log(`\n## Can the centralized critic fit the hidden-cue reward? (supervised, last turn, lr ${lr}, minibatches of ${BATCH})\n`);
-  console.log(`| H | critic (hidden × layers) | seed | input tokens | non-zero rewards | held-out EV after ${CHECKPOINTS.join(' / ')} steps | seconds |`);
-  console.log('|---|---|---|---|---|---|---|');
+/** Prints the gate's table. */
+export function printGateTable(rows: readonly GateRow[], lr: number, batch: number): void {
+  console.log(`\n## Critic-fit gate: can CoLLM-CC's critic read its input? (supervised, lr ${lr}, minibatches of ${batch}; pass: pretrained EV ≥ ${GATE_EV} at the end of the budget)\n`);
+  console.log('| variant | critic | seed | input tokens (max) | held-out EV at steps | seconds |');
+  console.log('|---|---|---|---|---|---|');
   for (const r of rows) {
-    console.log(`| ${r.horizon} | ${r.size} | ${r.seed} | ${r.tokens} | ${(100 * r.nonZero).toFixed(0)}% | ${r.explainedVariance.map((e) => e.toFixed(3)).join(' / ')} | ${r.seconds.toFixed(0)} |`);
+    const ev = r.result.at.map((s, i) => `${s}: ${r.result.explainedVariance[i].toFixed(3)}`).join(' · ');
+    console.log(`| ${r.variant} | ${r.arm === 'random' ? 'random init' : 'pretrained'} | ${r.seed} | ${r.result.tokens} | ${ev} | ${r.result.seconds.toFixed(0)} |`);
   }
+  console.log(`\ngate: ${gatePasses(rows) ? 'PASSED' : 'FAILED'}`);
 }

@@ -1,112 +1,212 @@
 /**
- * One training run of the paper's comparison in miniature (`npm run bench -- paper`): MAGRPO, CoLLM-DC or CoLLM-CC on the hidden-cue
- * task family (envs/hidden-cue) with tiny word-level qwen3 checkpoints (hidden 32, 1 layer), at a
+ * One training run of the paper's comparison in miniature (`npm run bench -- paper`, bench/paper.ts)
+ * on the hidden-cue relay (envs/hidden-cue/relay.ts), with tiny word-level qwen3 checkpoints, at a
  * matched budget of completions generated per agent.
  *
- * Settings shared by every method: one word per completion (max_new_tokens 1), temperature 1, no
- * nucleus/top-k, no early termination, γ = 0.9, actor learning rate 5e-3, 16 training tasks (each
- * cue pair four times), 16 eval tasks evaluated (sampled, not greedy) before every epoch and once
- * at the end. Actor-critic: one sample per agent per turn, one buffer flush per epoch (16
- * episodes) in minibatches of 4, 2 update epochs, critic learning rate 1e-2 (0 for the
- * frozen-critic control), the first 6 epochs a critic warm-up (only the critics learn); critics
- * are tiny qwen3 checkpoints of hidden 64 and 2 layers (they read the joint history).
- * MAGRPO: K = 2 samples per node, a K-ary tree of K·(K^H − 1)/(K − 1) completions per agent and
- * task, buffer of 8 tasks.
+ * Settings every method shares: actors of hidden 32 and 1 layer, one word per completion
+ * (max_new_tokens 1), temperature 1, no nucleus/top-k, no early termination (training and
+ * evaluation), γ = 0.9, actor learning rate 5e-3, {@link TRAIN_TASKS} training tasks, and
+ * {@link EVAL_EPISODES} sampled evaluation episodes at the fractions 0, 1/s, …, 1 of the method's
+ * own budget (s = `segments`; bench/paper-stats.ts `evalItems`). The figure of an evaluation is the
+ * mean per-turn score of its episodes (what both payments amount to).
+ *
+ * Actor-critic (CoLLM-DC, CoLLM-CC): one completion per agent per turn, so the budget is
+ * epochs × 16 × H completions per agent; one buffer flush per epoch (16 episodes) in minibatches
+ * of {@link CRITIC_BATCH} transitions, {@link UPDATE_EPOCHS} update epochs; no critic warm-up; the
+ * library's defaults otherwise (the paper's h_t and m_t: CC's critic reads the joint history, DC's
+ * its own agent's, both with m_t, which the relay fills with its progress; value clip 0.2; δ
+ * z-scored per turn group unless the arm asks for the raw δ). Critics are qwen3 checkpoints of
+ * hidden 64 and 2 layers, random-init or pretrained (bench/critic-pretrain.ts), learning rate
+ * {@link CRITIC_LR}. Controls: a frozen critic (learning rate 0) and a blind one (it reads only
+ * m_t's turn index, so it can learn a per-turn baseline and nothing of the history).
+ * MAGRPO: K samples per node (K = 2 or 4), a K-ary tree of Σ_t K^t completions per agent and task,
+ * buffer of 8, as many whole trees as fit in the actor-critic budget (none: the arm is not run).
  */
 import { join } from 'node:path';
-import { CRITIC_LAYOUT_WORDS } from '../src/critic/inputs.js';
 import type { CriticLM } from '../src/critic/value-model.js';
+import { CRITIC_LAYOUT_WORDS } from '../src/critic/inputs.js';
 import type { Agent } from '../src/decpomdp/agent.js';
+import type { EvalEpisode } from '../trainers/core/eval.js';
 import { createTinyModel } from '../src/model/tiny.js';
 import { loadCausalLM } from '../src/model/load.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
-import { HiddenCueEnv, hiddenCueTasks, hiddenCueWords } from '../envs/hidden-cue/index.js';
+import type { Tokenizer } from '../src/tokenizer/types.js';
+import { mean } from '../src/util/stats.js';
+import { hiddenCueWords } from '../envs/hidden-cue/index.js';
+import { HiddenCueRelayEnv, relayEpisodeScore, relayTasks, RELAY_PROGRESS_WORDS, type RelayPayment, type RelayState, type RelayTask } from '../envs/hidden-cue/relay.js';
 import { CoLLMCCTrainer } from '../trainers/collm/centralized.js';
 import { CoLLMDCTrainer } from '../trainers/collm/decentralized.js';
 import { MAGRPOTrainer } from '../trainers/magrpo/trainer.js';
+import { evalItems } from './paper-stats.js';
 
-/** The methods compared. */
-export const PAPER_METHODS = ['magrpo', 'collm-dc', 'collm-cc'] as const;
-export type PaperMethod = (typeof PAPER_METHODS)[number];
-
-/** One run's settings. */
-export interface PaperRunOptions {
-  readonly method: PaperMethod;
-  /** Horizon H of the hidden-cue task (1: dense; ≥ 2: sparse). */
-  readonly horizon: number;
-  /** Seeds the actors', critics' and heads' init and the sampling/minibatch streams. */
-  readonly seed: number;
-  /** Actor-critic epochs over the 16 training tasks; MAGRPO gets the same completions per agent. */
-  readonly epochs: number;
-  /** Actor-critic only: a critic that never learns (critic learning rate 0). */
-  readonly frozenCritic?: boolean;
-  /** Scratch directory for the tiny checkpoints. */
-  readonly dir: string;
-  /** Extra actor-critic config (e.g. `comlrl136()`). */
-  readonly acConfig?: Record<string, unknown>;
-}
-
-/** One run's results. */
-export interface PaperRunResult {
-  /** Mean eval reward of the episode's last turn (what the task pays), per evaluation, the last after training. */
-  readonly curve: number[];
-  /** Completions generated per agent in training. */
-  readonly completionsPerAgent: number;
-  /** Explained variance of the critic's values for the last turn's targets (the reward) at each flush (actor-critic only). */
-  readonly explainedVariance: number[];
-  /** Wall time of the run, seconds. */
-  readonly seconds: number;
-}
-
-const TRAIN_TASKS = hiddenCueTasks(16, 'hc-train');
-const EVAL_TASKS = hiddenCueTasks(16, 'hc-eval');
+/** Training tasks per epoch. */
+export const TRAIN_TASKS = 16;
+/** Evaluation episodes per evaluation (one per eval task). */
+export const EVAL_EPISODES = 64;
+/** Transitions per critic/actor minibatch. */
+export const CRITIC_BATCH = 8;
+/** Update epochs per flush. */
+export const UPDATE_EPOCHS = 2;
+/** Critic learning rate (both critic arms). */
+export const CRITIC_LR = 3e-3;
 const ACTOR_LR = 5e-3;
-/** Critics are a little larger than the actors: they must read the joint history. */
-const CRITIC_SIZE = { hiddenSize: 64, numLayers: 2 };
+/** Critics are larger than the actors: they read the joint history. */
+export const CRITIC_SIZE = { hiddenSize: 32, numLayers: 1 } as const;
+/** Every word a relay critic reads (a word-level vocabulary). */
+export const CRITIC_WORDS: readonly string[] = [...new Set([...hiddenCueWords, ...CRITIC_LAYOUT_WORDS, ...RELAY_PROGRESS_WORDS])];
 
-/** Completions per agent of a MAGRPO tree with K samples per node over H turns. */
-function treeCompletions(k: number, h: number): number {
+/** A task variant of the bench. */
+export interface PaperVariant {
+  readonly name: string;
+  readonly horizon: number;
+  readonly payment: RelayPayment;
+}
+
+/** The four variants: sparse and dense payment, H = 4 and 6. */
+export const PAPER_VARIANTS: readonly PaperVariant[] = [
+  { name: 'sparse H=4', horizon: 4, payment: 'sparse' },
+  { name: 'sparse H=6', horizon: 6, payment: 'sparse' },
+  { name: 'dense H=4', horizon: 4, payment: 'dense' },
+  { name: 'dense H=6', horizon: 6, payment: 'dense' },
+];
+
+/** One arm: a method with its settings. */
+export interface PaperArm {
+  readonly id: string;
+  readonly label: string;
+  /** The plot legend's label (vega-lite cuts long ones). */
+  readonly short: string;
+  readonly method: 'magrpo' | 'collm-dc' | 'collm-cc';
+  /** MAGRPO's K. */
+  readonly k?: 2 | 4;
+  readonly critic?: 'random' | 'pretrained';
+  readonly control?: 'frozen' | 'blind';
+  /** The equations' raw δ instead of the default z-scored one (`advantage_normalization: false`). */
+  readonly rawDelta?: boolean;
+  /** Run on this payment's variants only (the controls: sparse, where credit must travel back). */
+  readonly only?: RelayPayment;
+}
+
+/** The arms, in table order. The controls (random-init, frozen and blind critics) run on the sparse variants only. */
+export const PAPER_ARMS: readonly PaperArm[] = [
+  { id: 'magrpo-k2', label: 'MAGRPO K=2', short: 'MAGRPO K=2', method: 'magrpo', k: 2 },
+  { id: 'magrpo-k4', label: 'MAGRPO K=4', short: 'MAGRPO K=4', method: 'magrpo', k: 4 },
+  { id: 'dc-pre', label: 'CoLLM-DC, pretrained critic', short: 'DC', method: 'collm-dc', critic: 'pretrained' },
+  { id: 'cc-pre', label: 'CoLLM-CC, pretrained critic', short: 'CC', method: 'collm-cc', critic: 'pretrained' },
+  { id: 'cc-pre-raw', label: 'CoLLM-CC, pretrained critic, raw δ', short: 'CC raw δ', method: 'collm-cc', critic: 'pretrained', rawDelta: true },
+  { id: 'cc-random', label: 'CoLLM-CC, random-init critic', short: 'CC random-init', method: 'collm-cc', critic: 'random', only: 'sparse' },
+  { id: 'cc-pre-frozen', label: 'CoLLM-CC, frozen critic (pretrained)', short: 'CC frozen', method: 'collm-cc', critic: 'pretrained', control: 'frozen', only: 'sparse' },
+  { id: 'cc-pre-blind', label: 'CoLLM-CC, blind critic (pretrained)', short: 'CC blind', method: 'collm-cc', critic: 'pretrained', control: 'blind', only: 'sparse' },
+];
+
+/** Completions per agent of a MAGRPO tree with K samples per node over H turns: Σ_{t=1..H} K^t. */
+export function treeCompletions(k: number, h: number): number {
   let total = 0;
   for (let t = 1; t <= h; t++) total += k ** t;
   return total;
 }
 
-async function tinyLM(
-  dir: string,
-  name: string,
-  seed: number,
-  words: readonly string[],
-  size: { hiddenSize: number; numLayers: number } = { hiddenSize: 32, numLayers: 1 },
-): Promise<{ model: Awaited<ReturnType<typeof loadCausalLM>>; tokenizer: Awaited<ReturnType<typeof loadTokenizer>> }> {
-  const d = join(dir, name);
-  await createTinyModel({ dir: d, arch: 'qwen3', seed, tokenizer: 'word', words: [...words], ...size });
-  return { model: await loadCausalLM(d), tokenizer: await loadTokenizer(d) };
+/** The actor-critic budget: completions per agent in `epochs` epochs of H turns. */
+export function acBudget(horizon: number, epochs: number): number {
+  return epochs * TRAIN_TASKS * horizon;
 }
 
-/** Runs one method on one variant with one seed (see the module comment). */
+/** Training tasks MAGRPO with K gets for that budget: as many whole trees as fit in it (0: not even one, not run). */
+export function magrpoTasks(k: number, horizon: number, epochs: number): number {
+  return Math.floor(acBudget(horizon, epochs) / treeCompletions(k, horizon));
+}
+
+/** Critic optimizer steps of one actor-critic run: per epoch one flush of 16·H transitions in minibatches, {@link UPDATE_EPOCHS} times. */
+export function criticStepsPerRun(horizon: number, epochs: number): number {
+  return epochs * Math.ceil((TRAIN_TASKS * horizon) / CRITIC_BATCH) * UPDATE_EPOCHS;
+}
+
+/** One run's settings. */
+export interface PaperRunOptions {
+  readonly arm: PaperArm;
+  readonly variant: PaperVariant;
+  /** Seeds the actors', critics' and heads' init and the sampling/minibatch streams. */
+  readonly seed: number;
+  /** Actor-critic epochs; MAGRPO gets the nearest number of completions per agent. */
+  readonly epochs: number;
+  /** Evaluations at the fractions 0, 1/segments, …, 1 of the budget. */
+  readonly segments: number;
+  /** Scratch directory for the tiny checkpoints. */
+  readonly dir: string;
+  /** The pretrained critic's checkpoint (arms with a pretrained critic). */
+  readonly pretrainedDir?: string;
+}
+
+/** One run's results. */
+export interface PaperRunResult {
+  /** Mean per-turn score of the eval episodes at each evaluation. */
+  readonly curve: number[];
+  readonly completionsPerAgent: number;
+  /** Mean over turns of the critic's explained variance at each flush (actor-critic only). */
+  readonly explainedVariance: number[];
+  readonly seconds: number;
+  /** CPU time of the run (this process), seconds: what a run costs on an idle core, also on a loaded machine. */
+  readonly cpuSeconds: number;
+  /** The part of {@link PaperRunResult.cpuSeconds} spent evaluating. */
+  readonly evalCpuSeconds: number;
+}
+
+/** CPU seconds (user + system) of this process since `start`. */
+export function cpuSince(start: NodeJS.CpuUsage): number {
+  const d = process.cpuUsage(start);
+  return (d.user + d.system) / 1e6;
+}
+
+const trainTasks = (h: number) => relayTasks(TRAIN_TASKS, h, 'relay-train');
+const evalTasks = (h: number) => relayTasks(EVAL_EPISODES, h, 'relay-eval');
+
+async function tinyLM(dir: string, seed: number, words: readonly string[], size: { hiddenSize: number; numLayers: number }) {
+  await createTinyModel({ dir, arch: 'qwen3', seed, tokenizer: 'word', words: [...words], ...size });
+  return { model: await loadCausalLM(dir), tokenizer: await loadTokenizer(dir) };
+}
+
+/** The critic text a blind critic keeps: m_t's turn index (`[Global Info] turn 2 of 4`), nothing else. */
+export function blindText(text: string): string {
+  return /\[Global Info\] turn \d+ of \d+/.exec(text)?.[0] ?? '[Global Info]';
+}
+
+/** A tokenizer that encodes only {@link blindText} of what it is given: the blind-critic control. */
+export function blindTokenizer(inner: Tokenizer): Tokenizer {
+  return new Proxy(inner, {
+    get(target, prop) {
+      if (prop === 'encode') return (text: string, options?: { addSpecialTokens?: boolean }) => target.encode(blindText(text), options);
+      const v: unknown = Reflect.get(target, prop, target);
+      return typeof v === 'function' ? (v as (...a: unknown[]) => unknown).bind(target) : v;
+    },
+  });
+}
+
+/** Mean per-turn score of eval episodes. */
+function score(episodes: readonly EvalEpisode<RelayTask, RelayState>[], payment: RelayPayment): number {
+  return mean(episodes.map((e) => relayEpisodeScore(e.rewards, payment)));
+}
+
+/** Runs one arm on one variant with one seed (see the module comment). */
 export async function paperRun(opts: PaperRunOptions): Promise<PaperRunResult> {
   const t0 = performance.now();
-  const { method, horizon, seed, epochs, dir } = opts;
-  const tag = `${method}-h${horizon}-s${seed}${opts.frozenCritic ? '-frozen' : ''}`;
+  const cpu0 = process.cpuUsage();
+  const { arm, variant, seed, epochs, dir } = opts;
+  const h = variant.horizon;
+  const tag = `${arm.id}-${variant.payment}${h}-s${seed}`;
   const agents: Agent[] = [];
   const critics: CriticLM[] = [];
-  const criticWords = [...new Set([...hiddenCueWords, ...CRITIC_LAYOUT_WORDS])];
   try {
-    for (let i = 0; i < 2; i++) agents.push({ name: `${tag}-a${i}`, chat: false, ...(await tinyLM(dir, `${tag}-a${i}`, 1000 * seed + i + 1, hiddenCueWords)) });
-    const env = new HiddenCueEnv({ numTurns: horizon });
-    const curve: number[] = [];
+    for (let i = 0; i < 2; i++) agents.push({ name: `${tag}-a${i}`, chat: false, ...(await tinyLM(join(dir, `${tag}-a${i}`), 1000 * seed + i + 1, hiddenCueWords, { hiddenSize: 32, numLayers: 1 })) });
+    const env = new HiddenCueRelayEnv({ numTurns: h, payment: variant.payment });
     const ev: number[] = [];
-    const finalKey = method === 'magrpo' ? `eval/turn_${horizon}/mean_reward` : 'eval/final_reward_mean';
     const logger = {
       log: (_step: number, m: Record<string, number>) => {
-        if (m[finalKey] !== undefined) curve.push(m[finalKey]);
-        // The last turn's: the critic's fit of the reward itself (earlier turns regress to bootstraps).
-        const e = m[`turn_${horizon}/explained_variance`];
-        if (e !== undefined) ev.push(e);
+        const e = Object.entries(m).filter(([k]) => /^turn_\d+\/explained_variance$/.test(k)).map(([, v]) => v);
+        if (e.length > 0) ev.push(mean(e));
       },
     };
     const shared = {
-      num_turns: horizon,
+      num_turns: h,
       max_new_tokens: 1,
       temperature: 1,
       top_p: 1,
@@ -114,70 +214,65 @@ export async function paperRun(opts: PaperRunOptions): Promise<PaperRunResult> {
       early_termination_threshold: null,
       discount: 0.9,
       agent_learning_rate: ACTOR_LR,
-      eval_interval: TRAIN_TASKS.length,
-      eval_num_samples: EVAL_TASKS.length,
-      eval_batch_size: EVAL_TASKS.length,
+      eval_interval: 0,
+      eval_num_samples: EVAL_EPISODES,
+      eval_batch_size: EVAL_EPISODES,
       logging_steps: 1,
       seed,
     } as const;
-    const budget = epochs * TRAIN_TASKS.length * horizon;
-    if (method === 'magrpo') {
-      const perTask = treeCompletions(2, horizon);
-      const tasks = Math.max(1, Math.round(budget / perTask));
-      const trainer = new MAGRPOTrainer({
-        agents,
-        env,
-        trainTasks: TRAIN_TASKS,
-        evalTasks: EVAL_TASKS,
-        config: { ...shared, num_generations: 2, num_train_epochs: Math.ceil(tasks / TRAIN_TASKS.length), rollout_buffer_size: 8 },
-        logger,
-      });
-      await trainer.train({ maxItems: tasks });
-      await trainer.evaluate();
-      trainer.dispose();
-      return { curve, completionsPerAgent: tasks * perTask, explainedVariance: [], seconds: (performance.now() - t0) / 1000 };
+    const common = { agents, env, trainTasks: trainTasks(h), evalTasks: evalTasks(h), logger };
+    let trainer: MAGRPOTrainer<RelayTask, RelayState> | CoLLMCCTrainer<RelayTask, RelayState> | CoLLMDCTrainer<RelayTask, RelayState>;
+    let items: number;
+    let completions: number;
+    if (arm.method === 'magrpo') {
+      const k = arm.k ?? 2;
+      items = magrpoTasks(k, h, epochs);
+      if (items === 0) throw new Error(`${tag}: one MAGRPO tree (${treeCompletions(k, h)} completions) is over the budget`);
+      completions = items * treeCompletions(k, h);
+      trainer = new MAGRPOTrainer({ ...common, config: { ...shared, num_generations: k, num_train_epochs: Math.ceil(items / TRAIN_TASKS), rollout_buffer_size: 8 } });
+    } else {
+      items = epochs * TRAIN_TASKS;
+      completions = acBudget(h, epochs);
+      const config = {
+        ...shared,
+        num_train_epochs: epochs,
+        critic_learning_rate: arm.control === 'frozen' ? 0 : CRITIC_LR,
+        rollout_buffer_size: TRAIN_TASKS * h, // one flush per epoch
+        train_batch_size: CRITIC_BATCH,
+        update_epochs: UPDATE_EPOCHS,
+        critic_warmup_items: 0,
+        advantage_normalization: arm.rawDelta !== true,
+      };
+      const critic = async (i: number): Promise<CriticLM> => {
+        let lm;
+        if (arm.critic === 'pretrained') {
+          if (!opts.pretrainedDir) throw new Error(`${tag}: a pretrained critic needs pretrainedDir`);
+          lm = { model: await loadCausalLM(opts.pretrainedDir), tokenizer: await loadTokenizer(opts.pretrainedDir) };
+        } else {
+          lm = await tinyLM(join(dir, `${tag}-c${i}`), 1000 * seed + 10 + i, CRITIC_WORDS, CRITIC_SIZE);
+        }
+        const c: CriticLM = { name: `${tag}-c${i}`, model: lm.model, tokenizer: arm.control === 'blind' ? blindTokenizer(lm.tokenizer) : lm.tokenizer };
+        critics.push(c);
+        return c;
+      };
+      trainer =
+        arm.method === 'collm-cc'
+          ? new CoLLMCCTrainer({ ...common, critic: await critic(0), config })
+          : new CoLLMDCTrainer({ ...common, critics: [await critic(0), await critic(1)], config });
     }
-    const acConfig = {
-      ...shared,
-      num_train_epochs: epochs,
-      critic_learning_rate: opts.frozenCritic ? 0 : 1e-2,
-      rollout_buffer_size: TRAIN_TASKS.length * horizon, // one flush per epoch
-      train_batch_size: 4,
-      update_epochs: 2,
-      // The first 6 epochs train only the critic(s), on the initial policies' episodes.
-      critic_warmup_items: 6 * TRAIN_TASKS.length,
-      ...(opts.acConfig ?? {}),
-    };
-    const critic = async (i: number) => {
-      const lm = await tinyLM(dir, `${tag}-c${i}`, 1000 * seed + 10 + i, criticWords, CRITIC_SIZE);
-      const c: CriticLM = { name: `${tag}-c${i}`, ...lm };
-      critics.push(c);
-      return c;
-    };
-    const trainer =
-      method === 'collm-cc'
-        ? new CoLLMCCTrainer({ agents, critic: await critic(0), env, trainTasks: TRAIN_TASKS, evalTasks: EVAL_TASKS, config: acConfig, logger })
-        : new CoLLMDCTrainer({ agents, critics: [await critic(0), await critic(1)], env, trainTasks: TRAIN_TASKS, evalTasks: EVAL_TASKS, config: acConfig, logger });
-    await trainer.train();
-    await trainer.evaluate();
+    const at = evalItems(items, opts.segments);
+    const curve: number[] = [];
+    let evalCpu = 0;
+    for (let i = 0; i < at.length; i++) {
+      if (i > 0 && at[i] > at[i - 1]) await trainer.train({ maxItems: at[i] - at[i - 1] });
+      const c = process.cpuUsage();
+      curve.push(score((await trainer.evaluate()).episodes, variant.payment));
+      evalCpu += cpuSince(c);
+    }
     trainer.dispose();
-    return { curve, completionsPerAgent: budget, explainedVariance: ev, seconds: (performance.now() - t0) / 1000 };
+    return { curve, completionsPerAgent: completions, explainedVariance: ev, seconds: (performance.now() - t0) / 1000, cpuSeconds: cpuSince(cpu0), evalCpuSeconds: evalCpu };
   } finally {
     for (const a of agents) a.model.dispose();
     for (const c of critics) c.model.dispose();
   }
-}
-
-/** Mean of the last `n` points of a curve (the final eval reward of a run). */
-export function finalReward(curve: readonly number[], n = 3): number {
-  const tail = curve.slice(-n);
-  return tail.reduce((a, b) => a + b, 0) / tail.length;
-}
-
-/** Area under the learning curve: the mean eval reward over all evaluations (trapezoids on a unit grid, normalized). */
-export function curveArea(curve: readonly number[]): number {
-  if (curve.length < 2) return curve[0] ?? 0;
-  let s = 0;
-  for (let i = 1; i < curve.length; i++) s += (curve[i - 1] + curve[i]) / 2;
-  return s / (curve.length - 1);
 }

@@ -1,169 +1,230 @@
 /**
- * `npm run bench -- paper`: the CoLLM paper's finding in miniature. MAGRPO, CoLLM-DC and CoLLM-CC
- * on the hidden-cue task family (envs/hidden-cue) — dense H = 1 and sparse H = 4 — with
- * {@link PAPER_SEEDS} seeds each at a matched budget of completions per agent
- * (bench/paper-runs.ts), plus a frozen-critic CoLLM-CC control on both variants. Prints, per
- * variant and method, the final eval reward (mean of the last 3 evals) and the area under the
- * learning curve, each as a mean over seeds with a bootstrap 95% interval, and the critic's
- * explained variance over training; writes the curves to a PNG (docs/img/paper-bench.png, or
- * $COMLRL_PAPER_PLOT). Runs are spread over child processes ($COMLRL_PAPER_WORKERS, default: the
- * number of cores).
+ * `npm run bench -- paper`: the CoLLM paper's claim in miniature. MAGRPO (K = 2 and 4), CoLLM-DC
+ * and CoLLM-CC on the hidden-cue relay (envs/hidden-cue/relay.ts), where every turn's words are
+ * paid: sparse (the mean per-turn score at the end) and dense (each turn's share as it is
+ * earned), H = 4 and 6; the same completions per agent for every method; critics random-init or
+ * pretrained by next-token prediction on episode text; frozen- and blind-critic controls; the
+ * default z-scored δ and the equations' raw δ (bench/paper-runs.ts lists the arms and settings).
+ *
+ * Phases, on a pool of worker processes ($COMLRL_PAPER_WORKERS, default 2): pretrain one critic
+ * per seed; the critic-fit gate (bench/critic-fit.ts) on every variant; then every run. The
+ * comparison is reported only if the gate passes ($COMLRL_PAPER_IGNORE_GATE=1, or `--quick`,
+ * reports it anyway, marked). Prints the tables (mean over seeds [bootstrap 95% interval]) and
+ * writes the curves to docs/img/paper-bench.png (or $COMLRL_PAPER_PLOT).
+ *
+ * `--quick`: one seed, {@link QUICK} budgets, for checking that everything runs (its figures mean
+ * little). `npm run bench -- critic-fit` runs the first two phases alone.
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import * as os from 'node:os';
 import * as path from 'node:path';
+import * as readline from 'node:readline';
 import { fileURLToPath } from 'node:url';
-import { initBackend, setBackendLogger } from '../src/backend/init.js';
 import { buildPlotSpec, renderSvg, svgToPng, type PlotPoint } from '../src/logging/plots.js';
-import { createRng } from '../src/util/rng.js';
-import { hiddenCueRandomBaseline } from '../envs/hidden-cue/index.js';
-import { curveArea, finalReward, paperRun, PAPER_METHODS, type PaperMethod, type PaperRunResult } from './paper-runs.js';
 import { mean } from '../src/util/stats.js';
+import { PRETRAIN_BUDGET, type PretrainBudget } from './critic-pretrain.js';
+import { gatePasses, printGateTable, type GateRow } from './critic-fit.js';
+import { PAPER_TAG, type GateJob, type PaperAnswer, type PaperJob, type RunJob } from './paper-jobs.js';
+import { acBudget, CRITIC_BATCH, CRITIC_LR, CRITIC_SIZE, criticStepsPerRun, EVAL_EPISODES, magrpoTasks, PAPER_ARMS, PAPER_VARIANTS, treeCompletions } from './paper-runs.js';
+import { bootstrapMean, curveArea, type Interval } from './paper-stats.js';
 
-/** Seeds per (variant, method). */
-export const PAPER_SEEDS = [1, 2, 3, 4, 5] as const;
-/** Actor-critic epochs over the 16 training tasks (MAGRPO: the same completions per agent). */
-export const PAPER_EPOCHS = 20;
-/** The two variants. */
-export const PAPER_VARIANTS = [
-  { name: 'dense H=1', horizon: 1 },
-  { name: 'sparse H=4', horizon: 4 },
-] as const;
-
-/** One run of the bench. */
-export interface Job {
-  readonly variant: string;
-  readonly horizon: number;
-  readonly method: PaperMethod;
-  readonly frozen: boolean;
-  readonly seed: number;
+/** Budgets of one form of the bench. */
+export interface PaperSettings {
+  readonly seeds: readonly number[];
+  /** Actor-critic epochs of 16 episodes (the budget: epochs × 16 × H completions per agent). */
+  readonly epochs: number;
+  /** Evaluations at 0, 1/segments, …, 1 of each method's budget. */
+  readonly segments: number;
+  readonly pretrain: PretrainBudget;
+  /** Seed whose critics the gate fits. */
+  readonly gateSeed: number;
 }
 
-interface JobResult extends Job {
-  readonly result: PaperRunResult;
-}
-
-const TAG = 'PAPER_JSON ';
-
-function jobs(): Job[] {
-  const out: Job[] = [];
-  for (const v of PAPER_VARIANTS) {
-    for (const seed of PAPER_SEEDS) {
-      for (const method of PAPER_METHODS) out.push({ variant: v.name, horizon: v.horizon, method, frozen: false, seed });
-      out.push({ variant: v.name, horizon: v.horizon, method: 'collm-cc', frozen: true, seed });
-    }
-  }
-  // Longest first, so the workers finish together.
-  return out.sort((a, b) => b.horizon - a.horizon);
-}
-
-/** Child process: runs the given jobs one by one, printing one JSON line per result. */
-export async function paperWorker(list: readonly Job[]): Promise<void> {
-  setBackendLogger(null);
-  await initBackend('wasm');
-  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-paper-'));
-  try {
-    for (const job of list) {
-      const result = await paperRun({ method: job.method, horizon: job.horizon, seed: job.seed, epochs: PAPER_EPOCHS, frozenCritic: job.frozen, dir });
-      console.log(TAG + JSON.stringify({ ...job, result }));
-    }
-  } finally {
-    fs.rmSync(dir, { recursive: true, force: true });
-  }
-}
-
-function runWorker(list: readonly Job[], onResult: (r: JobResult) => void): Promise<void> {
-  const self = path.join(path.dirname(fileURLToPath(import.meta.url)), 'run.js');
-  return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [self, '--paper-worker', JSON.stringify(list)], { stdio: ['ignore', 'pipe', 'inherit'] });
-    let buf = '';
-    child.stdout.on('data', (d: Buffer) => {
-      buf += d.toString('utf8');
-      let nl: number;
-      while ((nl = buf.indexOf('\n')) >= 0) {
-        const line = buf.slice(0, nl);
-        buf = buf.slice(nl + 1);
-        if (line.startsWith(TAG)) onResult(JSON.parse(line.slice(TAG.length)) as JobResult);
-      }
-    });
-    child.on('error', reject);
-    child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`paper bench worker exited with code ${code}`))));
-  });
-}
-
-/** Mean and bootstrap 95% interval (2000 resamples of the seeds, seeded) of `xs`. */
-export function bootstrapMean(xs: readonly number[], resamples = 2000): { mean: number; lo: number; hi: number } {
-  const m = mean(xs);
-  const rng = createRng('paper-bootstrap');
-  const means: number[] = [];
-  for (let r = 0; r < resamples; r++) {
-    let s = 0;
-    for (let i = 0; i < xs.length; i++) s += xs[rng.int(xs.length)];
-    means.push(s / xs.length);
-  }
-  means.sort((a, b) => a - b);
-  return { mean: m, lo: means[Math.floor(0.025 * resamples)], hi: means[Math.ceil(0.975 * resamples) - 1] };
-}
+/** The full bench. */
+export const FULL: PaperSettings = { seeds: [1, 2, 3, 4, 5], epochs: 8, segments: 4, pretrain: PRETRAIN_BUDGET, gateSeed: 1 };
+/** `--quick`: one seed and short budgets, to check that everything runs. */
+export const QUICK: PaperSettings = { seeds: [1], epochs: 2, segments: 2, pretrain: { ...PRETRAIN_BUDGET, steps: 100 }, gateSeed: 1 };
 
 const f3 = (x: number) => x.toFixed(3);
-const ci = (b: { mean: number; lo: number; hi: number }) => `${f3(b.mean)} [${f3(b.lo)}, ${f3(b.hi)}]`;
+const ci = (b: Interval) => `${f3(b.mean)} [${f3(b.lo)}, ${f3(b.hi)}]`;
 
-/** Runs the whole comparison and prints its tables; returns the PNG path. */
-export async function benchPaper(): Promise<string> {
+/** Runs `jobs` on `workers` child processes, handing each the next job when it answers. */
+async function pool(jobs: readonly PaperJob[], workers: number, onAnswer: (a: PaperAnswer, done: number) => void): Promise<PaperAnswer[]> {
+  const self = path.join(path.dirname(fileURLToPath(import.meta.url)), 'run.js');
+  const queue = [...jobs];
+  const answers: PaperAnswer[] = [];
+  const one = () =>
+    new Promise<void>((resolve, reject) => {
+      const child = spawn(process.execPath, [self, '--paper-worker'], { stdio: ['pipe', 'pipe', 'inherit'] });
+      const feed = () => {
+        const job = queue.shift();
+        if (job) child.stdin.write(JSON.stringify(job) + '\n');
+        else child.stdin.end();
+      };
+      readline.createInterface({ input: child.stdout }).on('line', (line) => {
+        if (!line.startsWith(PAPER_TAG)) return;
+        const a = JSON.parse(line.slice(PAPER_TAG.length)) as PaperAnswer;
+        answers.push(a);
+        onAnswer(a, answers.length);
+        feed();
+      });
+      child.on('error', reject);
+      child.on('close', (code) => (code === 0 ? resolve() : reject(new Error(`paper bench worker exited with code ${code}`))));
+      feed();
+    });
+  await Promise.all(Array.from({ length: Math.max(1, Math.min(workers, jobs.length)) }, one));
+  return answers;
+}
+
+function workerCount(): number {
+  const n = Number(process.env.COMLRL_PAPER_WORKERS ?? 2);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`COMLRL_PAPER_WORKERS must be a positive integer, got ${process.env.COMLRL_PAPER_WORKERS}`);
+  return n;
+}
+
+/** Pretrains the critic into `scratch` and runs the gate; prints the gate table. */
+async function pretrainAndGate(s: PaperSettings, scratch: string): Promise<{ gate: GateRow[]; dir: string; cpu: number[] }> {
+  const cpu: number[] = [];
+  const workers = workerCount();
+  const dir = path.join(scratch, 'pretrained');
   const t0 = performance.now();
-  const all = jobs();
-  const workers = Math.max(1, Math.min(all.length, Number(process.env.COMLRL_PAPER_WORKERS ?? os.cpus().length)));
-  const shares: Job[][] = Array.from({ length: workers }, () => []);
-  all.forEach((j, i) => shares[i % workers].push(j));
-  const results: JobResult[] = [];
-  console.log(`\n## The paper's comparison in miniature (hidden-cue; ${PAPER_SEEDS.length} seeds; ${all.length} runs on ${workers} processes)\n`);
-  await Promise.all(
-    shares.map((share) =>
-      runWorker(share, (r) => {
-        results.push(r);
-        process.stderr.write(`paper: ${results.length}/${all.length} ${r.variant} ${r.method}${r.frozen ? ' (frozen critic)' : ''} seed ${r.seed}: final ${f3(finalReward(r.result.curve))} (${r.result.seconds.toFixed(0)} s)\n`);
-      }),
-    ),
+  const pre = await pool([{ kind: 'pretrain', seed: 0, out: dir, budget: s.pretrain }], 1, (a) => cpu.push(a.cpuSeconds ?? 0));
+  const loss = pre[0]?.kind === 'pretrain' ? pre[0].result : null;
+  if (!loss) throw new Error('paper bench: pretraining gave no answer');
+  console.log(`\npretrained critic (one checkpoint, as the paper's critics share theirs across seeds; its value head is new in every run): qwen3 ${CRITIC_SIZE.hiddenSize} × ${CRITIC_SIZE.numLayers}, ${s.pretrain.steps} AdamW steps × ${s.pretrain.batch} critic texts at lr ${s.pretrain.lr} (${s.pretrain.steps * s.pretrain.batch} texts), next-token loss ${f3(loss.firstLoss)} → ${f3(loss.lastLoss)}; ${((performance.now() - t0) / 60000).toFixed(1)} min (${loss.seconds.toFixed(0)} s)`);
+  const gateJobs: GateJob[] = PAPER_VARIANTS.flatMap((v) =>
+    (['pretrained', 'random'] as const).map((arm) => ({ kind: 'gate' as const, variant: v.name, arm, seed: s.gateSeed, steps: criticStepsPerRun(v.horizon, s.epochs), pretrainedDir: dir })),
   );
+  const gate: GateRow[] = [];
+  await pool(gateJobs, workers, (a) => {
+    if (a.kind !== 'gate') return;
+    gate.push({ variant: a.variant, arm: a.arm, seed: a.seed, result: a.result });
+    cpu.push(a.cpuSeconds ?? 0);
+    process.stderr.write(`paper: gate ${a.variant} ${a.arm}: EV ${a.result.explainedVariance.map(f3).join(' → ')} (${a.result.seconds.toFixed(0)} s)\n`);
+  });
+  gate.sort((a, b) => PAPER_VARIANTS.findIndex((v) => v.name === a.variant) - PAPER_VARIANTS.findIndex((v) => v.name === b.variant) || a.arm.localeCompare(b.arm));
+  printGateTable(gate, CRITIC_LR, CRITIC_BATCH);
+  return { gate, dir, cpu };
+}
 
-  console.log(`uniform random words score ${f3(hiddenCueRandomBaseline)}; the untrained policies score less (they also emit special tokens).`);
-  console.log('Final eval reward = mean of the last 3 evaluations (16 tasks each); AUC = mean eval reward over training; mean over seeds [bootstrap 95% interval].\n');
-  console.log('| variant | method | completions / agent | final eval reward | AUC | critic EV, first → last flush |');
+/** `npm run bench -- critic-fit`: pretraining (gate seed only) and the gate. Returns whether it passed. */
+export async function benchCriticFit(options: { quick?: boolean } = {}): Promise<boolean> {
+  const s = options.quick ? QUICK : FULL;
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-critic-fit-'));
+  try {
+    return gatePasses((await pretrainAndGate(s, scratch)).gate);
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+/** The run jobs of a form of the bench, the costliest first. */
+export function runJobs(s: PaperSettings, pretrainedDir: string): RunJob[] {
+  const jobs: RunJob[] = [];
+  for (const v of PAPER_VARIANTS) {
+    for (const arm of PAPER_ARMS) {
+      if ((arm.only !== undefined && arm.only !== v.payment) || (arm.method === 'magrpo' && magrpoTasks(arm.k ?? 2, v.horizon, s.epochs) === 0)) continue;
+      for (const seed of s.seeds) jobs.push({ kind: 'run', arm: arm.id, variant: v.name, seed, epochs: s.epochs, segments: s.segments, pretrainedDir });
+    }
+  }
+  const cost = (j: RunJob) => (PAPER_VARIANTS.find((v) => v.name === j.variant)?.horizon ?? 0) * (j.arm.startsWith('magrpo') ? 1 : 2);
+  return jobs.sort((a, b) => cost(b) - cost(a));
+}
+
+/** Runs the whole comparison, prints its tables and writes the plot; returns the PNG path (null when the gate stopped it). */
+export async function benchPaper(options: { quick?: boolean } = {}): Promise<string | null> {
+  const t0 = performance.now();
+  const s = options.quick ? QUICK : FULL;
+  const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-paper-'));
+  try {
+    console.log(`\n## The paper's comparison in miniature (hidden-cue relay; ${s.seeds.length} seed(s); ${s.epochs} actor-critic epochs; ${workerCount()} workers${options.quick ? '; QUICK form: figures for checking only' : ''})`);
+    const { gate, dir, cpu } = await pretrainAndGate(s, scratch);
+    const passed = gatePasses(gate);
+    if (!passed && !options.quick && process.env.COMLRL_PAPER_IGNORE_GATE !== '1') {
+      console.log('\nThe gate failed: the comparison is not reported (COMLRL_PAPER_IGNORE_GATE=1 reports it anyway).');
+      process.exitCode = 1;
+      return null;
+    }
+    const jobs = runJobs(s, dir);
+    const results: (PaperAnswer & { kind: 'run' })[] = [];
+    const tRuns = performance.now();
+    await pool(jobs, workerCount(), (a) => {
+      if (a.kind !== 'run') return;
+      results.push(a);
+      process.stderr.write(`paper: ${results.length}/${jobs.length} ${a.variant} ${a.arm} seed ${a.seed}: final ${f3(a.result.curve[a.result.curve.length - 1])} (${a.result.seconds.toFixed(0)} s)\n`);
+    });
+    const runMin = (performance.now() - tRuns) / 60000;
+    printTables(s, results, passed);
+    const png = await writePlot(s, results);
+    console.log(`\nplot: ${png}; runs ${runMin.toFixed(1)} min; wall time ${((performance.now() - t0) / 60000).toFixed(1)} min`);
+    // CPU time does not grow with the machine's load, so it predicts the wall time on idle cores.
+    const runCpu = results.reduce((a, r) => a + (r.cpuSeconds ?? 0), 0);
+    const idle = ((cpu[0] ?? 0) + (cpu.slice(1).reduce((a, b) => a + b, 0) + runCpu) / workerCount()) / 60;
+    console.log(`CPU time: pretraining ${(cpu[0] ?? 0).toFixed(0)} s, gate ${cpu.slice(1).reduce((a, b) => a + b, 0).toFixed(0)} s, runs ${runCpu.toFixed(0)} s (evaluation ${results.reduce((a, r) => a + r.result.evalCpuSeconds, 0).toFixed(0)} s): about ${idle.toFixed(1)} min on ${workerCount()} idle workers`);
+    return png;
+  } finally {
+    fs.rmSync(scratch, { recursive: true, force: true });
+  }
+}
+
+type RunAnswer = PaperAnswer & { kind: 'run' };
+
+function printTables(s: PaperSettings, results: readonly RunAnswer[], passed: boolean): void {
+  console.log(`\n${passed ? '' : '**GATE FAILED: read these figures as unsupported.** '}Final = mean per-turn score of ${EVAL_EPISODES} sampled eval episodes after the whole budget; AUC = the mean of the ${s.segments + 1} evaluations at 0, 1/${s.segments}, …, 1 of each method's budget (trapezoids); critic EV = the trainers' explained variance, mean over turns, at the first → last flush. Mean over seeds [bootstrap 95% interval].\n`);
+  console.log('| variant | method | completions / agent | final | AUC | critic EV, first → last flush |');
   console.log('|---|---|---|---|---|---|');
+  for (const v of PAPER_VARIANTS) {
+    for (const arm of PAPER_ARMS) {
+      const runs = results.filter((r) => r.variant === v.name && r.arm === arm.id);
+      if (runs.length === 0) {
+        if (arm.method === 'magrpo') console.log(`| ${v.name} | ${arm.label} | – | not run: one tree is ${treeCompletions(arm.k ?? 2, v.horizon)} completions per agent, the budget ${acBudget(v.horizon, s.epochs)} | – | – |`);
+        continue;
+      }
+      const finals = runs.map((r) => r.result.curve[r.result.curve.length - 1]);
+      const areas = runs.map((r) => curveArea(r.result.curve));
+      const evs = runs.filter((r) => r.result.explainedVariance.length > 0);
+      const ev = evs.length > 0 ? `${f3(mean(evs.map((r) => r.result.explainedVariance[0])))} → ${f3(mean(evs.map((r) => r.result.explainedVariance[r.result.explainedVariance.length - 1])))}` : '–';
+      console.log(`| ${v.name} | ${arm.label} | ${runs[0].result.completionsPerAgent} | ${ci(bootstrapMean(finals))} | ${ci(bootstrapMean(areas))} | ${ev} |`);
+    }
+  }
+  // The claim itself: CC (pretrained critic) against the better MAGRPO and against DC, paired by seed (same actor init).
+  console.log('\nPaired differences (same seed, same actor init), mean [bootstrap 95% interval]:\n');
+  console.log('| variant | comparison | Δ final | Δ AUC |');
+  console.log('|---|---|---|---|');
+  for (const v of PAPER_VARIANTS) {
+    const of = (id: string) => new Map(results.filter((r) => r.variant === v.name && r.arm === id).map((r) => [r.seed, r.result.curve]));
+    const cc = of('cc-pre');
+    for (const [other, label] of [['magrpo-k2', 'MAGRPO K=2'], ['magrpo-k4', 'MAGRPO K=4'], ['dc-pre', 'CoLLM-DC (pretrained)'], ['cc-pre-blind', 'blind critic'], ['cc-random', 'random-init critic']] as const) {
+      const o = of(other);
+      const seeds = [...cc.keys()].filter((k) => o.has(k));
+      if (seeds.length === 0) continue;
+      const d = (f: (c: number[]) => number) => seeds.map((k) => f(cc.get(k) ?? []) - f(o.get(k) ?? []));
+      const last = (c: number[]) => c[c.length - 1];
+      console.log(`| ${v.name} | CC pretrained − ${label} | ${ci(bootstrapMean(d(last)))} | ${ci(bootstrapMean(d(curveArea)))} |`);
+    }
+  }
+}
+
+async function writePlot(s: PaperSettings, results: readonly RunAnswer[]): Promise<string> {
   const points: PlotPoint[] = [];
   for (const v of PAPER_VARIANTS) {
-    const rows: { label: string; runs: JobResult[] }[] = [
-      ...PAPER_METHODS.map((m) => ({ label: m === 'magrpo' ? 'MAGRPO' : m === 'collm-dc' ? 'CoLLM-DC' : 'CoLLM-CC', runs: results.filter((r) => r.variant === v.name && r.method === m && !r.frozen) })),
-      { label: 'CoLLM-CC, frozen critic', runs: results.filter((r) => r.variant === v.name && r.frozen) },
-    ];
-    for (const row of rows) {
-      if (row.runs.length === 0) continue;
-      const finals = row.runs.map((r) => finalReward(r.result.curve));
-      const areas = row.runs.map((r) => curveArea(r.result.curve));
-      const evs = row.runs.filter((r) => r.result.explainedVariance.length > 0);
-      const evFirst = evs.map((r) => r.result.explainedVariance[0]);
-      const evLast = evs.map((r) => r.result.explainedVariance[r.result.explainedVariance.length - 1]);
-      const ev = evs.length > 0 ? `${f3(evFirst.reduce((a, b) => a + b, 0) / evs.length)} → ${f3(evLast.reduce((a, b) => a + b, 0) / evs.length)}` : '–';
-      console.log(`| ${v.name} | ${row.label} | ${row.runs[0].result.completionsPerAgent} | ${ci(bootstrapMean(finals))} | ${ci(bootstrapMean(areas))} | ${ev} |`);
-      // Mean curve over seeds on a common x axis: the fraction of the budget spent.
-      const n = Math.min(...row.runs.map((r) => r.result.curve.length));
-      for (let i = 0; i < n; i++) {
-        const value = row.runs.reduce((a, r) => a + r.result.curve[i], 0) / row.runs.length;
-        points.push({ x: n === 1 ? 1 : i / (n - 1), value, series: row.label, panel: `${v.name}: eval reward (mean of ${row.runs.length} seeds)` });
-      }
+    for (const arm of PAPER_ARMS) {
+      const runs = results.filter((r) => r.variant === v.name && r.arm === arm.id);
+      if (runs.length === 0) continue;
+      const n = Math.min(...runs.map((r) => r.result.curve.length));
+      for (let i = 0; i < n; i++) points.push({ x: i / Math.max(1, n - 1), value: mean(runs.map((r) => r.result.curve[i])), series: arm.short, panel: `${v.name}: mean per-turn eval score (mean of ${runs.length} seeds)` });
+      const evs = runs.filter((r) => r.result.explainedVariance.length > 0);
       const m = evs.length > 0 ? Math.min(...evs.map((r) => r.result.explainedVariance.length)) : 0;
       for (let i = 0; i < m; i++) {
-        const value = evs.reduce((a, r) => a + r.result.explainedVariance[i], 0) / evs.length;
-        points.push({ x: m === 1 ? 1 : i / (m - 1), value: Math.max(value, -1), series: row.label, panel: `${v.name}: critic explained variance at the last turn (clipped at −1)` });
+        points.push({ x: m === 1 ? 1 : i / (m - 1), value: Math.max(mean(evs.map((r) => r.result.explainedVariance[i])), -1), series: arm.short, panel: `${v.name}: critic explained variance, mean over turns (clipped at −1)` });
       }
     }
   }
   const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
   const png = process.env.COMLRL_PAPER_PLOT ?? path.join(repo, 'docs', 'img', 'paper-bench.png');
   fs.mkdirSync(path.dirname(png), { recursive: true });
-  const svg = await renderSvg(buildPlotSpec(points, { figureTitle: 'MAGRPO vs CoLLM-DC vs CoLLM-CC on hidden-cue (x: fraction of the budget)', xKey: 'fraction of the training budget', panelWidth: 520, panelHeight: 140 }));
-  fs.writeFileSync(png, svgToPng(svg));
-  console.log(`\nplot: ${png}; wall time ${((performance.now() - t0) / 60000).toFixed(1)} min`);
+  const title = `MAGRPO vs CoLLM-DC vs CoLLM-CC on the hidden-cue relay (x: fraction of each method's budget; ${s.seeds.length} seed(s))`;
+  fs.writeFileSync(png, svgToPng(await renderSvg(buildPlotSpec(points, { figureTitle: title, xKey: 'fraction of the training budget', panelWidth: 560, panelHeight: 150 }))));
   return png;
 }

@@ -3,8 +3,8 @@
  * torchPython in bench/pytorch.ts), the PyTorch CPU baseline (../shared/reference/torch_bench.py, or
  * $COMLRL_TORCH_BENCH) on the same checkpoint, in the same run, in float32 and in bfloat16, with
  * the ratios. Sections: model, rewards, CoopHE, MAGRPO step, CoLLM-CC item; long ones only when
- * named: `paper` (the CoLLM comparison in miniature, bench/paper.ts), `critic-fit` (whether its
- * critic can fit the sparse reward, bench/critic-fit.ts), `configs`, `memory` (bench/memory.ts),
+ * named: `paper` (the CoLLM comparison in miniature, bench/paper.ts; `--quick` for its short
+ * form), `critic-fit` (its gate: can the critic read its input, bench/critic-fit.ts), `configs`, `memory` (bench/memory.ts),
  * `capacity` (bench/capacity.ts), `offload` (a frozen base's layers in host memory against on the
  * backend, bench/offload.ts), `profile-torch` (the bench model's time per kernel on the torch
  * backend, bench/profile-torch.ts).
@@ -28,9 +28,9 @@ import { benchExampleConfigs, printConfigTable } from './configs.js';
 import { benchMemory, memoryBenchSetting, printMemoryTable } from './memory.js';
 import { benchCapacity, printCapacityTable } from './capacity.js';
 import { benchCollmCCItem } from './collm.js';
-import { benchPaper, paperWorker } from './paper.js';
+import { benchCriticFit, benchPaper } from './paper.js';
+import { paperWorker } from './paper-jobs.js';
 import { benchMatmul } from './matmul.js';
-import { benchCriticFit, printCriticFitTable } from './critic-fit.js';
 import { benchOffload, printOffloadTable } from './offload.js';
 import { profileTorch } from './profile-torch.js';
 import { torchBenchScript, torchPython, type TorchDtype, type TorchPython } from './pytorch.js';
@@ -225,12 +225,14 @@ function printModelTable(runs: Map<string, Figures | null>, f32: Figures | null,
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv[0] === '--child') return child(argv[1] as ChildSection, argv[2] || undefined, argv[3] || undefined);
-  if (argv[0] === '--paper-worker') return paperWorker(JSON.parse(argv[1]) as Parameters<typeof paperWorker>[0]);
-  const only = new Set(argv);
+  if (argv[0] === '--paper-worker') return paperWorker();
+  // `--quick` (paper, critic-fit): the short form, for checking.
+  const quick = argv.includes('--quick');
+  const only = new Set(argv.filter((a) => a !== '--quick'));
   const want = (name: string): boolean => only.size === 0 || only.has(name);
   // Long runs (minutes): only when named.
   if (only.has('paper')) {
-    await benchPaper();
+    await benchPaper({ quick });
     if (only.size === 1) return;
   }
   if (only.has('configs')) printConfigTable(await benchExampleConfigs());
@@ -240,7 +242,7 @@ async function main(): Promise<void> {
     printMemoryTable(rows, setting, params, process.env.COMLRL_BACKEND ?? 'wasm');
   }
   if (only.has('capacity')) printCapacityTable(await benchCapacity(), process.env.COMLRL_BACKEND ?? 'wasm');
-  if (only.has('critic-fit')) printCriticFitTable(await benchCriticFit(), Number(process.env.COMLRL_CRITIC_FIT_LR ?? 1e-2));
+  if (only.has('critic-fit') && !(await benchCriticFit({ quick }))) process.exitCode = 1;
   if (only.has('offload')) printOffloadTable(await benchOffload());
   if (only.has('profile-torch')) await profileTorch();
   // Only long runs named: nothing else to measure.

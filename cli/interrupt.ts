@@ -2,9 +2,10 @@
  * Ctrl-C and SIGTERM for the long-running commands (train, demo, eval): the first signal asks the
  * work to stop at its next boundary (an aborted AbortSignal); a second one quits at once, except
  * while a checkpoint is being written: then it says so and quits as soon as the write is complete,
- * so the only copy of the training is never left half-written.
+ * so the only copy of the training is never left half-written, printing the command that resumes
+ * from that checkpoint.
  */
-import { checkpointWriteActive, checkpointWritesIdle } from '../src/checkpoint/atomic.js';
+import { checkpointWriteActive, checkpointWritesIdle, checkpointWritesInProgress } from '../src/checkpoint/atomic.js';
 
 /** What {@link handleInterrupts} installed. */
 export interface InterruptHandle {
@@ -17,11 +18,15 @@ export interface InterruptHandle {
 /**
  * Installs SIGINT / SIGTERM listeners. `firstMessage` is printed at the first signal (what happens
  * next); `exit` ends the process on a second signal (default `process.exit`, exit code 130).
+ * `resumeCommand` gives the command that continues from a folder being written when the second
+ * signal came (undefined: that folder is not one to resume from, e.g. final/); it is printed once
+ * the write is complete.
  */
 export function handleInterrupts(
   log: (line: string) => void,
   firstMessage: string,
   exit: (code: number) => void = (code) => process.exit(code),
+  resumeCommand: (written: string) => string | undefined = () => undefined,
 ): InterruptHandle {
   const controller = new AbortController();
   let count = 0;
@@ -38,8 +43,11 @@ export function handleInterrupts(
     exiting = true;
     if (checkpointWriteActive()) {
       log(`[comlrl] ${name} again: a checkpoint is being written; quitting as soon as it is complete (it is never left half-written)`);
+      const resume = checkpointWritesInProgress()
+        .map(resumeCommand)
+        .find((c) => c !== undefined);
       void checkpointWritesIdle().then(() => {
-        log('[comlrl] checkpoint complete; quitting');
+        log(`[comlrl] checkpoint complete; quitting${resume !== undefined ? `; continue with: ${resume}` : ''}`);
         exit(130);
       });
     } else {

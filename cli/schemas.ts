@@ -5,7 +5,7 @@
  */
 // The task registry's built-in task folders (and COMLRL_TASK_PATH's) register as this loads.
 import '../envs/tasks.js';
-import { loadRunConfig, type RunConfig, type RunConfigSchemas } from '../src/config/index.js';
+import { loadRunConfig, type LoadRunConfigOptions, type RunConfig, type RunConfigSchemas } from '../src/config/index.js';
 
 export type { RunConfig } from '../src/config/index.js';
 import { COLLM_CC_TRAINER, COLLM_DC_TRAINER, MAGRPO_TRAINER } from '../trainers/builtin.js';
@@ -20,7 +20,10 @@ export const TRAINER_CONFIG_SCHEMAS = {
   'collm-cc': COLLM_CC_TRAINER.schema,
 } as const satisfies RunConfigSchemas;
 
-/** Reads a YAML/JSON config file, applies `--set` overrides and validates it (once). */
-export function loadConfig(file: string, sets: readonly string[]): RunConfig {
-  return loadRunConfig(file, sets);
+/**
+ * Reads a YAML/JSON config file, applies `--set` overrides and validates it (once); relative model
+ * and data paths become absolute (see `loadRunConfig`).
+ */
+export function loadConfig(file: string, sets: readonly string[], options: LoadRunConfigOptions = {}): RunConfig {
+  return loadRunConfig(file, sets, undefined, options);
 }

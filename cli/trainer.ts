@@ -6,12 +6,14 @@
  */
 import { existsSync } from 'node:fs';
 import { memorySettingsOf } from '../src/config/schema.js';
+import { findTrainerSection } from '../src/config/trainers.js';
 import { loadCriticHead, type CriticHead } from '../src/critic/heads.js';
 import type { CriticLM } from '../src/critic/value-model.js';
 import type { Agent, ChatFormat } from '../src/decpomdp/agent.js';
 import { loadCausalLM, type LoadCausalLMOptions } from '../src/model/load.js';
 import { loraSettings, type LoraSection } from '../src/model/lora/config.js';
 import type { CausalLM } from '../src/model/types.js';
+import { checkTokenizerFitsModel } from '../src/tokenizer/check.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { createRng } from '../src/util/rng.js';
 import { cursorStep } from '../trainers/core/checkpoint.js';
@@ -97,8 +99,13 @@ export function sourcesFromConfig(config: RunConfig, numAgents: number): ModelSo
   let critics: string[] = [];
   const trainer = getTrainer(config.trainer);
   const count = trainer.criticCount(config.trainerConfig, agents.length);
+  const named = trainer.criticModels(config.trainerConfig);
   if (count > 0) {
-    if (m.critics) {
+    if (named) {
+      // The trainer's own section names them (MARLHF's reward_model_name).
+      if (named.length !== count) throw new Error(`${config.trainer}'s section names ${named.length} critic models; it needs ${count}`);
+      critics = [...named];
+    } else if (m.critics) {
       if (m.critics.length !== count) {
         throw new Error(`model.critics has ${m.critics.length} entries; ${config.trainer} needs ${count}${trainer.criticsHint ? ` (${trainer.criticsHint})` : ''}`);
       }
@@ -147,7 +154,9 @@ async function loadModelDir(
     throw new Error(`${what}: ${(err as Error).message}`);
   }
   try {
-    return { model, tokenizer: await loadTokenizer(dir) };
+    const tokenizer = await loadTokenizer(dir);
+    checkTokenizerFitsModel(tokenizer, model.vocabSize, dir);
+    return { model, tokenizer };
   } catch (err) {
     model.dispose();
     throw err;
@@ -207,6 +216,9 @@ export async function loadAgents(
       const { model, tokenizer } = await loadModelDir(dirs[i], `agent ${i}`, { ...loraOptions(config.model.lora, adapters?.[i], config.seed, `agent_${i}`), memory: memorySettingsOf(config.memory) });
       agents.push({ name: `agent_${i}`, model, tokenizer, chat });
       checkMaxNewTokens(config, model, `agent ${i} (${dirs[i]})`);
+      if (chat !== false && !tokenizer.hasChatTemplate) {
+        throw new Error(`agent ${i}: model.use_chat_template is true, but the tokenizer in ${dirs[i]} has no chat template (no chat_template.jinja, and tokenizer_config.json has no "chat_template"); set model.use_chat_template: false or use a chat model`);
+      }
       counter?.watch(model);
     }
   } catch (err) {
@@ -217,13 +229,14 @@ export async function loadAgents(
 }
 
 /**
- * The frozen references of the reference KL, one per agent (null: none needed): `model.reference_model`,
+ * The frozen references of the reference KL (or of a trainer that always has one: MADPO), one per agent (null: none needed): `model.reference_model`,
  * else — under full fine-tuning — each agent's starting directory from the config, never a
  * checkpoint's, so a resumed run measures the KL to the same policy. One model per distinct
  * directory. LoRA agents without `model.reference_model` need none: their base with the adapter off.
  */
 export async function loadReferences(config: RunConfig, numAgents: number): Promise<(CausalLM | null)[]> {
-  if (config.trainerConfig.reference_kl_enabled !== true) return Array.from({ length: numAgents }, () => null);
+  const needed = config.trainerConfig.reference_kl_enabled === true || findTrainerSection(config.trainer)?.usesReference === true;
+  if (!needed) return Array.from({ length: numAgents }, () => null);
   const explicit = config.model.reference_model;
   if (explicit === undefined && config.model.lora) return Array.from({ length: numAgents }, () => null);
   const dirs = explicit !== undefined ? Array.from({ length: numAgents }, () => explicit) : agentDirsFromConfig(config, numAgents);

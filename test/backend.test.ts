@@ -37,15 +37,15 @@ describe('initBackend', () => {
     setBackendLogger((l) => console.error(l));
   });
 
-  it('auto (the default) picks tensorflow, then torch, when set up (no GPU here), else wasm, and says which once', async () => {
+  it('auto (the default) picks torch, then tensorflow, when set up (no GPU here), else wasm, and says which once', async () => {
     const lines: string[] = [];
     setBackendLogger((l) => lines.push(l));
     delete process.env.COMLRL_BACKEND;
-    // On a CPU both native backends may be set up; tensorflow trains faster there (README benchmark).
-    const [expected, why] = tensorflowInstalled()
-      ? ['tensorflow', torchInstalled() ? 'tensorflow trains faster than torch on CPU' : 'tensorflow is installed']
-      : torchInstalled()
-        ? ['torch', 'torch is installed']
+    // On a CPU both native backends may be set up; torch trains faster there (README benchmark).
+    const [expected, why] = torchInstalled()
+      ? ['torch', tensorflowInstalled() ? 'torch trains faster than tensorflow on CPU' : 'torch is installed']
+      : tensorflowInstalled()
+        ? ['tensorflow', 'tensorflow is installed']
         : ['wasm', 'no native backend is set up; npm run setup:tensorflow or npm run setup:torch adds one'];
     expect(await initBackend()).toBe(expected);
     expect(tf.getBackend()).toBe(expected);

@@ -131,7 +131,7 @@ describe('config files', () => {
       expect.stringMatching(/^magrpo\.joint_mode: joint_mode must be one of 'aligned', 'cross'/),
     ]);
     expect(issues({ ...base(), magrpo: { numTurns: 2 } })[0]).toMatch(/^magrpo\.numTurns: unknown key \(allowed here: num_train_epochs/);
-    expect(issues({ ...base(), magrpo: undefined })[0]).toMatch(/missing trainer section: add one of magrpo:, collm_dc: \(alias iac:\), collm_cc: \(alias maac:\), mareinforce:, maremax:, marloo: or centralized_magrpo:/);
+    expect(issues({ ...base(), magrpo: undefined })[0]).toMatch(/missing trainer section: add one of magrpo:, collm_dc: \(alias iac:\), collm_cc: \(alias maac:\), mareinforce:, maremax:, marloo:, centralized_magrpo:, madpo: or marlhf:/);
     expect(issues({ ...base(), collm_cc: {} })[0]).toMatch(/^magrpo, collm_cc: exactly one trainer section is allowed/);
     expect(issues({ ...base(), model: { agent_model: '/a', agents: ['/b'] } })[0]).toMatch(/^model\.agents: set either model\.agent_model/);
     expect(issues({ ...base(), model: { agent_model: '/a', critic_model: '/c' } })[0]).toMatch(/^model\.critic_model: MAGRPO has no critic/);

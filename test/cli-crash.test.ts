@@ -183,7 +183,7 @@ test('a second Ctrl-C during the checkpoint write waits for it, says so, and lea
   const err = child.stderr();
   expect(code, err).toBe(130);
   expect(err).toMatch(/interrupt again: a checkpoint is being written; quitting as soon as it is complete/);
-  expect(err).toMatch(/checkpoint complete; quitting/);
+  expect(err).toMatch(/checkpoint complete; quitting; continue with: comlrl train --resume \S*double$/m);
   expect(await stepCheckpoints(run)).toEqual(['step-000005']);
   await verifyCheckpoint(join(run, 'checkpoints', 'step-000005'));
   const r = await cli(['train', '--resume', run]);

@@ -7,8 +7,12 @@ import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { parse } from 'yaml';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, test } from 'vitest';
+import { displayPath } from '../cli/display-path.js';
+import { handleInterrupts } from '../cli/interrupt.js';
 import { main, type CommandContext } from '../cli/main.js';
+import { resumeCommandFor } from '../cli/training/run-dir.js';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
+import { writeCheckpointAtomically } from '../src/checkpoint/atomic.js';
 import { cli, snapshot, tempDir, tinyModels, toyConfigYaml } from './cli-helpers.js';
 
 let root: string;
@@ -115,4 +119,44 @@ test('output.dir given on resume is ignored with a warning; the saved config nam
   expect(r.err).toContain(`output.dir ${elsewhere} is ignored when resuming; the run continues in ${out}`);
   expect(existsSync(elsewhere)).toBe(false);
   expect(parse(await readFile(join(out, 'config.yaml'), 'utf8')).output.dir).toBe(out);
+});
+
+test('a second Ctrl-C during a checkpoint write quits once it is complete and prints the --resume command (none for final/)', async () => {
+  const run = join(root, 'second-sigint');
+  /** Two signals while `dir` is being written; the lines logged and the exit code once the write completed. */
+  const secondSignalDuring = async (dir: string): Promise<{ lines: string[]; exited: number | undefined }> => {
+    const lines: string[] = [];
+    let exited: number | undefined;
+    // As `comlrl train` installs it (cli/commands/train.ts).
+    const handle = handleInterrupts((l) => lines.push(l), 'stopping after the current item and writing a checkpoint', (code) => (exited = code), resumeCommandFor);
+    try {
+      let release = (): void => {};
+      const gate = new Promise<void>((r) => (release = r));
+      let entered = (): void => {};
+      const inside = new Promise<void>((r) => (entered = r));
+      const writing = writeCheckpointAtomically(dir, { step: 4, configHash: 'h' }, async (tmp) => {
+        await writeFile(join(tmp, 'trainer_state.json'), '{}');
+        entered();
+        await gate;
+      });
+      await inside;
+      process.emit('SIGINT');
+      process.emit('SIGINT');
+      expect(exited).toBeUndefined();
+      release();
+      await writing;
+      await new Promise((r) => setImmediate(r));
+      return { lines, exited };
+    } finally {
+      handle.dispose();
+    }
+  };
+  const ckpt = await secondSignalDuring(join(run, 'checkpoints', 'step-000004'));
+  expect(ckpt.exited).toBe(130);
+  expect(ckpt.lines.join('\n')).toContain('interrupt again: a checkpoint is being written; quitting as soon as it is complete');
+  expect(ckpt.lines.at(-1)).toBe(`[comlrl] checkpoint complete; quitting; continue with: comlrl train --resume ${displayPath(run)}`);
+  // final/ completes the run: there is nothing to resume.
+  const fin = await secondSignalDuring(join(run, 'final'));
+  expect(fin.exited).toBe(130);
+  expect(fin.lines.at(-1)).toBe('[comlrl] checkpoint complete; quitting');
 });

@@ -11,7 +11,7 @@ import type { GlobalInfo, LLMDecPOMDP, StepResult } from '../src/decpomdp/types.
 import type { Agent } from '../src/decpomdp/agent.js';
 import { CoLLMCCTrainer } from '../trainers/collm/centralized.js';
 import { CoLLMDCTrainer } from '../trainers/collm/decentralized.js';
-import { agentsPolicy, exactEpisodeValue } from './exact-eval.js';
+import { agentsPolicy, exactEpisodeValue, OneTokenPolicies, type TextDistribution } from './exact-eval.js';
 import { disposeAgents } from './magrpo-helpers.js';
 
 /** Writes a tiny word-level critic checkpoint whose vocabulary also covers the critic layouts. */
@@ -113,6 +113,33 @@ export interface ActorCriticLearningOptions {
   readonly dir: string;
   /** Config fields over the run's own (below). */
   readonly config?: Record<string, unknown>;
+  /**
+   * Also measure the starting policies (each actor's checkpoint as written, which is the frozen
+   * reference of a run with `reference_kl_enabled`): their exact expected final reward, and the
+   * trained actors' KL to them at the first turn.
+   */
+  readonly measureStart?: boolean;
+}
+
+/** What {@link actorCriticLearningRun} measured. */
+export interface ActorCriticLearningResult {
+  /** The trained policies' exact expected final reward. */
+  readonly finalReward: number;
+  readonly seconds: number;
+  /** `measureStart`: the starting policies' exact expected final reward. */
+  readonly startReward?: number;
+  /**
+   * `measureStart`: KL(π_trained ‖ π_start) of each actor's first-turn completion (the one the
+   * reward depends on), exact over the one-word texts, averaged over the actors.
+   */
+  readonly firstTurnKl?: number;
+}
+
+/** KL(p ‖ q) of two distributions over the same texts. */
+export function textKl(p: TextDistribution, q: TextDistribution): number {
+  let kl = 0;
+  for (const [text, pt] of p) if (pt > 0) kl += pt * Math.log(pt / (q.get(text) ?? 0));
+  return kl;
 }
 
 /** Training episodes per epoch (one buffer flush each). */
@@ -129,7 +156,7 @@ const AGREE_EPISODES = 16;
  * warm-up (z-scored δ from a random critic moves the actors as hard as a fitted one would: without
  * it, some runs' actors settled on non-answers before the critic could tell them apart).
  */
-export async function actorCriticLearningRun(opts: ActorCriticLearningOptions): Promise<{ finalReward: number; seconds: number }> {
+export async function actorCriticLearningRun(opts: ActorCriticLearningOptions): Promise<ActorCriticLearningResult> {
   const t0 = performance.now();
   const { method, seed, dir } = opts;
   const tag = `${method}-s${seed}${opts.frozenCritic ? '-frozen' : ''}`;
@@ -174,8 +201,27 @@ export async function actorCriticLearningRun(opts: ActorCriticLearningOptions): 
     } finally {
       trainer.dispose();
     }
-    const value = await exactEpisodeValue(env, [{ id: 'agree-eval' }], agentsPolicy(agents), { numTurns: 2, discount: 0.9, earlyTerminationThreshold: null });
-    return { finalReward: value.finalReward, seconds: (performance.now() - t0) / 1000 };
+    const episode = { numTurns: 2, discount: 0.9, earlyTerminationThreshold: null } as const;
+    const value = await exactEpisodeValue(env, [{ id: 'agree-eval' }], agentsPolicy(agents), episode);
+    const seconds = (performance.now() - t0) / 1000;
+    if (opts.measureStart !== true) return { finalReward: value.finalReward, seconds };
+    // The checkpoints on disk still hold the starting weights (training never writes them back).
+    const start: Agent[] = [];
+    try {
+      for (let i = 0; i < agents.length; i++) {
+        const d = join(dir, `${tag}-a${i}`);
+        start.push({ name: `start${i}`, model: await loadCausalLM(d), tokenizer: await loadTokenizer(d), chat: false });
+      }
+      const startValue = await exactEpisodeValue(env, [{ id: 'agree-eval' }], agentsPolicy(start), episode);
+      const first = env.observe(env.initialState({ id: 'agree-eval' }), 0);
+      const trained = new OneTokenPolicies(agents);
+      const reference = new OneTokenPolicies(start);
+      let kl = 0;
+      for (let i = 0; i < agents.length; i++) kl += textKl((await trained.distributions(i, [first]))[0], (await reference.distributions(i, [first]))[0]);
+      return { finalReward: value.finalReward, seconds, startReward: startValue.finalReward, firstTurnKl: kl / agents.length };
+    } finally {
+      disposeAgents(start);
+    }
   } finally {
     disposeAgents(agents);
     disposeCritics(critics);

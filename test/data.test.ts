@@ -97,15 +97,16 @@ describe('formats round trip', () => {
 });
 
 describe('malformed rows', () => {
-  it('names file, row index (within the split, before slicing) and field', async () => {
+  it('names file, row number (from 1, within the split, before slicing) and field', async () => {
     const file = join(dir, 'bad.jsonl');
     const rows = problems.slice(0, 5).map((p) => ({ ...p }));
     (rows[3] as Record<string, unknown>).entry_point = 7;
     writeFileSync(file, rows.map((r) => JSON.stringify(r)).join('\n'));
     const e = await errorOf(loadCoopHERows(file, 'train[2:]'));
-    expect(e.location).toMatchObject({ file, row: 3, field: 'entry_point' });
+    // rows[3] is the file's fourth row: row numbers count from 1, as a reader counts them.
+    expect(e.location).toMatchObject({ file, row: 4, field: 'entry_point' });
     expect(e.message).toContain(file);
-    expect(e.message).toContain('row 3');
+    expect(e.message).toContain('row 4');
     expect(e.message).toContain("field 'entry_point'");
     // Rows outside the slice are not validated.
     await expect(loadCoopHERows(file, 'train[:3]')).resolves.toHaveLength(3);
@@ -118,7 +119,7 @@ describe('malformed rows', () => {
     broken.target_spec.layers[2].rows[4] = 'CCC';
     writeFileSync(file, JSON.stringify({ train: [good, broken] }));
     const e = await errorOf(loadHouseBuildTasks(file, 'train'));
-    expect(e.location).toMatchObject({ split: 'train', row: 1, field: 'target_spec.layers.2.rows.4' });
+    expect(e.location).toMatchObject({ split: 'train', row: 2, field: 'target_spec.layers.2.rows.4' });
     expect(e.message).toMatch(/expected 6 characters/);
   });
 
@@ -126,22 +127,22 @@ describe('malformed rows', () => {
     const file = join(dir, 'missing.json');
     writeFileSync(file, JSON.stringify([{ prompt: 'a' }, { completion: 'b' }]));
     const e = await errorOf(loadTLDRRows(file));
-    expect(e.location).toMatchObject({ row: 1, field: 'prompt' });
+    expect(e.location).toMatchObject({ row: 2, field: 'prompt' });
     const bad = join(dir, 'broken.jsonl');
     writeFileSync(bad, '{"prompt":"a"}\n{"prompt":\n');
-    expect((await errorOf(loadTLDRRows(bad))).message).toMatch(/row 1.*line 2: invalid JSON/);
+    expect((await errorOf(loadTLDRRows(bad))).message).toMatch(/row 2.*line 2: invalid JSON/);
   });
 
   it('non-UTF-8 bytes are refused with file, row and byte offset (never read as U+FFFD)', async () => {
     const file = join(dir, 'latin1.jsonl');
-    // Rows 0 and 1, a blank line, then row 2 whose prompt holds "café" in Latin-1 (é = 0xE9).
+    // Rows 1 and 2, a blank line, then row 3 whose prompt holds "café" in Latin-1 (é = 0xE9).
     const head = Buffer.from('{"prompt":"a"}\n{"prompt":"b"}\n\n{"prompt":"caf');
     writeFileSync(file, Buffer.concat([head, Buffer.from([0xe9]), Buffer.from('"}\n')]));
     const e = await errorOf(loadTLDRRows(file));
     // Offset = bytes before the é: 15 + 15 + 1 + 14 = 45; it is on line 4, column 15.
     expect(head.length).toBe(45);
-    expect(e.location).toMatchObject({ file, row: 2 });
-    expect(e.message).toBe(`${file}, row 2: invalid UTF-8 at byte offset 45 (line 4, column 15: byte 0xe9); save the file as UTF-8`);
+    expect(e.location).toMatchObject({ file, row: 3 });
+    expect(e.message).toBe(`${file}, row 3: invalid UTF-8 at byte offset 45 (line 4, column 15: byte 0xe9); save the file as UTF-8`);
     // Overlong encodings and UTF-16 surrogates are not UTF-8 either; a BOM and 4-byte characters are.
     expect(firstInvalidUtf8(Buffer.from([0x61, 0xc0, 0xaf]))).toBe(1);
     expect(firstInvalidUtf8(Buffer.from([0xed, 0xa0, 0x80]))).toBe(0);

@@ -12,7 +12,7 @@
  */
 import type { Agent } from '../src/decpomdp/agent.js';
 import type { LLMDecPOMDP } from '../src/decpomdp/types.js';
-import { encodePrompt } from '../trainers/core/generation.js';
+import { encodePrompt, stopIds } from '../trainers/core/generation.js';
 
 /** A one-token policy's distribution over completion texts. */
 export type TextDistribution = ReadonlyMap<string, number>;
@@ -135,4 +135,62 @@ export function lowerBound(xs: readonly number[]): number {
 export function upperBound(xs: readonly number[]): number {
   const { mean, se } = meanAndSE(xs);
   return mean + 3 * se;
+}
+
+/**
+ * p(completion text | prompt) of each agent for completions of up to `maxNewTokens` tokens sampled
+ * at temperature 1 without top-p / top-k (a CentralizedMAGRPO policy writing one word per role):
+ * every token sequence is enumerated (V^n of them, for word-level toy vocabularies), a sequence
+ * ending at the first stop token (EOS) as generation does, and sequences decoding to the same text
+ * are merged. Cached per (agent, prompt text).
+ */
+export class ShortCompletionPolicies {
+  private readonly cache: Map<string, TextDistribution>[];
+
+  constructor(
+    private readonly agents: readonly Agent[],
+    private readonly maxNewTokens: number,
+  ) {
+    this.cache = agents.map(() => new Map());
+  }
+
+  /** Agent i's distribution after each of `prompts`. */
+  async distributions(i: number, prompts: readonly string[]): Promise<TextDistribution[]> {
+    for (const p of prompts) if (!this.cache[i].has(p)) this.cache[i].set(p, await this.distribution(i, p));
+    return prompts.map((p) => this.cache[i].get(p) as TextDistribution);
+  }
+
+  private async distribution(i: number, prompt: string): Promise<TextDistribution> {
+    const agent = this.agents[i];
+    const v = agent.model.vocabSize;
+    const stops = new Set(stopIds(agent));
+    const promptIds = encodePrompt(agent, prompt);
+    const dist = new Map<string, number>();
+    const finish = (ids: readonly number[], p: number) => {
+      const text = agent.tokenizer.decode([...ids], { skipSpecialTokens: true });
+      dist.set(text, (dist.get(text) ?? 0) + p);
+    };
+    // Open prefixes (no stop token yet) with their probabilities, one token longer each level.
+    let open: { ids: number[]; p: number }[] = [{ ids: [], p: 1 }];
+    for (let depth = 0; depth < this.maxNewTokens && open.length > 0; depth++) {
+      const rows = open.flatMap((o) => Array.from({ length: v }, () => [...promptIds, ...o.ids]));
+      const lps = await agent.model.tokenLogProbs(rows, open.flatMap(() => Array.from({ length: v }, (_, t) => [t])));
+      const next: { ids: number[]; p: number }[] = [];
+      open.forEach((o, q) => {
+        for (let t = 0; t < v; t++) {
+          const p = o.p * Math.exp(lps[q * v + t][0]);
+          if (stops.has(t) || depth + 1 === this.maxNewTokens) finish([...o.ids, t], p);
+          else next.push({ ids: [...o.ids, t], p });
+        }
+      });
+      open = next;
+    }
+    return dist;
+  }
+}
+
+/** The trained agents' policy for {@link exactEpisodeValue} with completions of up to `maxNewTokens` tokens. */
+export function shortCompletionPolicy(agents: readonly Agent[], maxNewTokens: number): (agent: number, observations: readonly string[]) => Promise<TextDistribution[]> {
+  const policies = new ShortCompletionPolicies(agents, maxNewTokens);
+  return (i, observations) => policies.distributions(i, observations);
 }

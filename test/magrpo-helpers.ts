@@ -74,7 +74,7 @@ export class NegatedToyEnv implements LLMDecPOMDP<ToyTask, ToyState> {
 }
 
 /** Every node of a rollout tree with its returns negated. */
-function negatedReturns<S>(node: RolloutNode<S>): RolloutNode<S> {
+export function negatedReturns<S>(node: RolloutNode<S>): RolloutNode<S> {
   return { ...node, returns: node.returns.map((r) => -r), children: node.children.map((c) => (c === null ? null : negatedReturns(c))) };
 }
 

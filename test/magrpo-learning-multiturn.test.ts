@@ -30,8 +30,9 @@ import { initBackend } from '../src/backend/init.js';
 import type { Agent } from '../src/decpomdp/agent.js';
 import { toyEvalTasks, toyTrainTasks, toyWords } from '../envs/toy/index.js';
 import { MAGRPOTrainer } from '../trainers/magrpo/trainer.js';
-import { agentsPolicy, exactEpisodeValue, lowerBound, meanAndSE, uniformPolicy, upperBound } from './exact-eval.js';
-import { disposeAgents, RetryEnv, SignFlippedMAGRPOTrainer, tempDir, tinyAgents } from './magrpo-helpers.js';
+import { agentsPolicy, exactEpisodeValue, uniformPolicy } from './exact-eval.js';
+import { expectClears, expectFallsShort, learningRun, ONE_WORD_SAMPLING, overSeeds, toyAgentPair } from './learning-harness.js';
+import { RetryEnv, SignFlippedMAGRPOTrainer, tempDir } from './magrpo-helpers.js';
 import { backendUnderTest } from './backend-under-test.js';
 
 const SEEDS = [0, 1, 2];
@@ -53,54 +54,44 @@ afterAll(async () => {
 
 /** One run: the trained policies' exact expected return, and how many items' trees early termination pruned. */
 async function run(seed: number, flipped: boolean): Promise<{ finalReturn: number; prunedItems: number }> {
-  const agents: Agent[] = await tinyAgents(join(dir, `s${seed}-${flipped ? 'flipped' : 'learn'}`), [
-    { name: 'a0', arch: 'qwen3', seed: 2 * seed + 1, words: [...toyWords], hiddenSize: 32, numLayers: 1 },
-    { name: 'a1', arch: 'qwen3', seed: 2 * seed + 2, words: [...toyWords], hiddenSize: 32, numLayers: 1 },
-  ]);
   const env = new RetryEnv();
   let prunedItems = 0;
   const Trainer = flipped ? SignFlippedMAGRPOTrainer : MAGRPOTrainer;
-  const trainer = new Trainer({
-    agents,
-    env,
-    trainTasks: toyTrainTasks,
-    config: {
-      num_turns: 2,
-      num_generations: 2,
-      joint_mode: 'cross',
-      discount: DISCOUNT,
-      early_termination_threshold: THRESHOLD,
-      max_new_tokens: 1,
-      temperature: 1,
-      top_p: 1,
-      top_k: null,
-      agent_learning_rate: 5e-3,
-      rollout_buffer_size: 4,
-      num_train_epochs: 16,
-      eval_interval: 0,
-      logging_steps: 1,
-      seed,
-    },
-    logger: {
-      // Each item's tree: without early termination its root has K² = 4 children.
-      log: (_step, m) => {
-        if (m['turn_1/nodes'] !== undefined && (m['turn_2/nodes'] ?? 0) < 4) prunedItems++;
-      },
-    },
+  const r = await learningRun({
+    dir: join(dir, `s${seed}-${flipped ? 'flipped' : 'learn'}`),
+    agents: toyAgentPair(2 * seed + 1, 2 * seed + 2),
+    trainer: (agents: Agent[]) =>
+      new Trainer({
+        agents,
+        env,
+        trainTasks: toyTrainTasks,
+        config: {
+          num_turns: 2,
+          num_generations: 2,
+          joint_mode: 'cross',
+          discount: DISCOUNT,
+          early_termination_threshold: THRESHOLD,
+          ...ONE_WORD_SAMPLING,
+          agent_learning_rate: 5e-3,
+          rollout_buffer_size: 4,
+          num_train_epochs: 16,
+          eval_interval: 0,
+          logging_steps: 1,
+          seed,
+        },
+        logger: {
+          // Each item's tree: without early termination its root has K² = 4 children.
+          log: (_step, m) => {
+            if (m['turn_1/nodes'] !== undefined && (m['turn_2/nodes'] ?? 0) < 4) prunedItems++;
+          },
+        },
+      }),
+    measure: async (agents) => (await exactEpisodeValue(env, toyEvalTasks, agentsPolicy(agents), EPISODE)).episodeReturn,
   });
-  const t0 = performance.now();
-  try {
-    const before = await exactEpisodeValue(env, toyEvalTasks, agentsPolicy(agents), EPISODE);
-    await trainer.train();
-    const after = await exactEpisodeValue(env, toyEvalTasks, agentsPolicy(agents), EPISODE);
-    console.log(
-      `MAGRPO H=2 cross seed ${seed}${flipped ? ' (sign-flipped)' : ''}: exact expected return ${before.episodeReturn.toFixed(4)} → ${after.episodeReturn.toFixed(4)}, ${prunedItems} items pruned [${((performance.now() - t0) / 1000).toFixed(1)} s]`,
-    );
-    return { finalReturn: after.episodeReturn, prunedItems };
-  } finally {
-    trainer.dispose();
-    disposeAgents(agents);
-  }
+  console.log(
+    `MAGRPO H=2 cross seed ${seed}${flipped ? ' (sign-flipped)' : ''}: exact expected return ${r.before?.toFixed(4)} → ${r.after?.toFixed(4)}, ${prunedItems} items pruned [${r.seconds.toFixed(1)} s]`,
+  );
+  return { finalReturn: r.after as number, prunedItems };
 }
 
 test('uniform random play sits below the bar', async () => {
@@ -113,17 +104,11 @@ test('uniform random play sits below the bar', async () => {
 test(`MAGRPO learns with H = 2, discount, early termination and cross mode: mean − 3 SE over seeds ${SEEDS.join(', ')} ≥ ${BAR}`, async () => {
   const runs: { finalReturn: number; prunedItems: number }[] = [];
   for (const seed of SEEDS) runs.push(await run(seed, false));
-  const finals = runs.map((r) => r.finalReturn);
-  console.log(`learning: ${JSON.stringify(meanAndSE(finals))}, mean − 3 SE = ${lowerBound(finals).toFixed(3)}`);
-  expect(lowerBound(finals)).toBeGreaterThanOrEqual(BAR);
+  expectClears('learning', runs.map((r) => r.finalReturn), BAR);
   // Early termination took part: as the agents learned, some first turns paid enough to end the tree.
   for (const r of runs) expect(r.prunedItems).toBeGreaterThan(0);
 }, 600_000);
 
 test(`mutation: with every advantage sign-flipped each seed, and mean + 3 SE, stay below ${BAR}`, async () => {
-  const finals: number[] = [];
-  for (const seed of SEEDS) finals.push((await run(seed, true)).finalReturn);
-  console.log(`sign-flipped: ${JSON.stringify(meanAndSE(finals))}, mean + 3 SE = ${upperBound(finals).toFixed(4)}`);
-  for (const f of finals) expect(f).toBeLessThan(BAR);
-  expect(upperBound(finals)).toBeLessThan(BAR);
+  expectFallsShort('sign-flipped', await overSeeds(SEEDS, async (seed) => (await run(seed, true)).finalReturn), BAR);
 }, 600_000);

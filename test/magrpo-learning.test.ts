@@ -22,8 +22,9 @@ import { initBackend } from '../src/backend/init.js';
 import type { Agent } from '../src/decpomdp/agent.js';
 import { ToyCoordEnv, toyEvalTasks, toyRandomBaseline, toyTrainTasks, toyWords } from '../envs/toy/index.js';
 import { MAGRPOTrainer } from '../trainers/magrpo/trainer.js';
-import { agentsPolicy, exactEpisodeValue, lowerBound, meanAndSE, uniformPolicy, upperBound } from './exact-eval.js';
-import { disposeAgents, SignFlippedMAGRPOTrainer, tempDir, tinyAgents } from './magrpo-helpers.js';
+import { agentsPolicy, exactEpisodeValue, uniformPolicy } from './exact-eval.js';
+import { expectClears, expectFallsShort, learningRun, ONE_WORD_SAMPLING, overSeeds, toyAgentPair } from './learning-harness.js';
+import { SignFlippedMAGRPOTrainer, tempDir } from './magrpo-helpers.js';
 import { backendUnderTest } from './backend-under-test.js';
 
 const SEEDS = [0, 1, 2];
@@ -43,42 +44,32 @@ afterAll(async () => {
 
 /** The trained policies' exact expected reward after one run (fresh agents from seeds 2·seed + 1, 2·seed + 2). */
 async function run(seed: number, flipped: boolean): Promise<number> {
-  const agents: Agent[] = await tinyAgents(join(dir, `s${seed}-${flipped ? 'flipped' : 'learn'}`), [
-    { name: 'a0', arch: 'qwen3', seed: 2 * seed + 1, words: [...toyWords], hiddenSize: 32, numLayers: 1 },
-    { name: 'a1', arch: 'qwen3', seed: 2 * seed + 2, words: [...toyWords], hiddenSize: 32, numLayers: 1 },
-  ]);
   const env = new ToyCoordEnv();
   const Trainer = flipped ? SignFlippedMAGRPOTrainer : MAGRPOTrainer;
-  const trainer = new Trainer({
-    agents,
-    env,
-    trainTasks: toyTrainTasks, // 16 items, each cue 4 times
-    config: {
-      num_turns: 1,
-      num_generations: 8,
-      // Only the first word counts, so one token per completion is the whole answer.
-      max_new_tokens: 1,
-      temperature: 1,
-      top_p: 1,
-      top_k: null,
-      agent_learning_rate: 3e-3,
-      num_train_epochs: 14,
-      eval_interval: 0,
-      logging_steps: 1_000_000,
-      seed,
-    },
+  const r = await learningRun({
+    dir: join(dir, `s${seed}-${flipped ? 'flipped' : 'learn'}`),
+    agents: toyAgentPair(2 * seed + 1, 2 * seed + 2),
+    trainer: (agents: Agent[]) =>
+      new Trainer({
+        agents,
+        env,
+        trainTasks: toyTrainTasks, // 16 items, each cue 4 times
+        config: {
+          num_turns: 1,
+          num_generations: 8,
+          // Only the first word counts, so one token per completion is the whole answer.
+          ...ONE_WORD_SAMPLING,
+          agent_learning_rate: 3e-3,
+          num_train_epochs: 14,
+          eval_interval: 0,
+          logging_steps: 1_000_000,
+          seed,
+        },
+      }),
+    measure: async (agents) => (await exactEpisodeValue(env, toyEvalTasks, agentsPolicy(agents), EPISODE)).finalReward,
   });
-  const t0 = performance.now();
-  try {
-    const before = await exactEpisodeValue(env, toyEvalTasks, agentsPolicy(agents), EPISODE);
-    await trainer.train();
-    const after = await exactEpisodeValue(env, toyEvalTasks, agentsPolicy(agents), EPISODE);
-    console.log(`MAGRPO toy seed ${seed}${flipped ? ' (sign-flipped)' : ''}: exact expected reward ${before.finalReward.toFixed(3)} → ${after.finalReward.toFixed(3)} [${((performance.now() - t0) / 1000).toFixed(1)} s]`);
-    return after.finalReward;
-  } finally {
-    trainer.dispose();
-    disposeAgents(agents);
-  }
+  console.log(`MAGRPO toy seed ${seed}${flipped ? ' (sign-flipped)' : ''}: exact expected reward ${r.before?.toFixed(3)} → ${r.after?.toFixed(3)} [${r.seconds.toFixed(1)} s]`);
+  return r.after as number;
 }
 
 test('the exact evaluation gives uniform random play its closed form', async () => {
@@ -88,16 +79,9 @@ test('the exact evaluation gives uniform random play its closed form', async () 
 });
 
 test(`MAGRPO learns the toy coordination task: mean − 3 SE over seeds ${SEEDS.join(', ')} ≥ ${BAR}`, async () => {
-  const finals: number[] = [];
-  for (const seed of SEEDS) finals.push(await run(seed, false));
-  console.log(`learning: ${JSON.stringify(meanAndSE(finals))}, mean − 3 SE = ${lowerBound(finals).toFixed(3)}`);
-  expect(lowerBound(finals)).toBeGreaterThanOrEqual(BAR);
+  expectClears('learning', await overSeeds(SEEDS, (seed) => run(seed, false)), BAR);
 }, 600_000);
 
 test(`mutation: with every advantage sign-flipped each seed, and mean + 3 SE, stay below ${BAR}`, async () => {
-  const finals: number[] = [];
-  for (const seed of SEEDS) finals.push(await run(seed, true));
-  console.log(`sign-flipped: ${JSON.stringify(meanAndSE(finals))}, mean + 3 SE = ${upperBound(finals).toFixed(3)}`);
-  for (const f of finals) expect(f).toBeLessThan(BAR);
-  expect(upperBound(finals)).toBeLessThan(BAR);
+  expectFallsShort('sign-flipped', await overSeeds(SEEDS, (seed) => run(seed, true)), BAR);
 }, 600_000);

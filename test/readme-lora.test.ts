@@ -11,6 +11,7 @@ import { toyWords } from '../envs/toy/task.js';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
 import { loadCausalLM } from '../src/model/load.js';
 import { createTinyModel } from '../src/model/tiny.js';
+import { loadTokenizer } from '../src/tokenizer/load.js';
 import { cli, tempDir } from './cli-helpers.js';
 
 const README = resolve(import.meta.dirname, '..', 'README.md');
@@ -56,6 +57,10 @@ describe('README LoRA example', () => {
     // `eval --checkpoint` loads the adapters onto the base their adapter_config.json names.
     const ev = await cli(['eval', '--config', file, '--checkpoint', join(out, 'final')]);
     expect(ev.code, ev.err).toBe(0);
+    // merged/ is a whole model: its tokenizer loads from that folder alone and encodes as the base's.
+    const [baseTok, mergedTok] = [await loadTokenizer(tiny), await loadTokenizer(join(out, 'final', 'critic', 'merged'))];
+    for (const t of ['red blue green', 'zzz 42 <|im_end|>']) expect(mergedTok.encode(t), t).toEqual(baseTok.encode(t));
+    expect(readFileSync(join(out, 'final', 'agent_0', 'merged', 'tokenizer.json')).equals(readFileSync(join(tiny, 'tokenizer.json')))).toBe(true);
     const merged = await loadCausalLM(join(out, 'final', 'agent_0', 'merged'));
     const adapted = await loadCausalLM(tiny, { adapter: join(out, 'final', 'agent_0') });
     try {

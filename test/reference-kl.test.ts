@@ -30,6 +30,7 @@ import { parseCentralizedMAGRPOConfig } from '../trainers/centralized-magrpo/con
 import { effectiveReturns, MAGRPOTrainer, minibatchKlRows, minibatchRows, type NodeSample } from '../trainers/magrpo/trainer.js';
 import { actorObjective, actorRow } from '../trainers/collm/steps.js';
 import { toyCritics, disposeCritics } from './collm-helpers.js';
+import { learningRun, ONE_WORD_SAMPLING, toyAgentPair } from './learning-harness.js';
 import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
 import { backendUnderTest } from './backend-under-test.js';
 import { cli, tinyModels, toyConfigYaml } from './cli-helpers.js';
@@ -395,50 +396,42 @@ class ConstEnv implements LLMDecPOMDP<ToyTask, { turn: number }> {
 
 /** Mean KL per completion at the end of a MAGRPO run on the toy task (from the logged `kl/mean`). */
 async function finalKl(tag: string, coef: number, mode: 'reward' | 'loss', extra: Record<string, unknown> = {}): Promise<{ kl: number; reward: number }> {
-  const agents: Agent[] = await tinyAgents(join(dir, `learn-${tag}`), [
-    { name: 'a0', arch: 'qwen3', seed: 1, words: [...toyWords] },
-    { name: 'a1', arch: 'qwen3', seed: 2, words: [...toyWords] },
-  ]);
   const kls: number[] = [];
   const rewards: number[] = [];
-  const trainer = new MAGRPOTrainer({
-    agents,
-    env: new ToyCoordEnv(),
-    trainTasks: toyTrainTasks,
-    evalTasks: toyTasks(16, 'eval'),
-    config: {
-      num_turns: 1,
-      num_generations: 8,
-      max_new_tokens: 1,
-      temperature: 1,
-      top_p: 1,
-      top_k: null,
-      agent_learning_rate: 3e-3,
-      num_train_epochs: 12,
-      eval_interval: 0,
-      eval_num_samples: 16,
-      eval_batch_size: 16,
-      logging_steps: 8,
-      seed: 0,
-      reference_kl_enabled: true,
-      reference_kl_coef: coef,
-      kl_mode: mode,
-      ...extra,
-    },
-    logger: {
-      log: (_s, m) => {
-        if (m['agent_0/turn_1/kl/mean'] !== undefined) kls.push((m['agent_0/turn_1/kl/mean'] + (m['agent_1/turn_1/kl/mean'] ?? NaN)) / 2);
-        if (m['eval/turn_1/mean_reward'] !== undefined) rewards.push(m['eval/turn_1/mean_reward']);
-      },
-    },
+  await learningRun({
+    dir: join(dir, `learn-${tag}`),
+    agents: toyAgentPair(1, 2),
+    trainer: (agents: Agent[]) =>
+      new MAGRPOTrainer({
+        agents,
+        env: new ToyCoordEnv(),
+        trainTasks: toyTrainTasks,
+        evalTasks: toyTasks(16, 'eval'),
+        config: {
+          num_turns: 1,
+          num_generations: 8,
+          ...ONE_WORD_SAMPLING,
+          agent_learning_rate: 3e-3,
+          num_train_epochs: 12,
+          eval_interval: 0,
+          eval_num_samples: 16,
+          eval_batch_size: 16,
+          logging_steps: 8,
+          seed: 0,
+          reference_kl_enabled: true,
+          reference_kl_coef: coef,
+          kl_mode: mode,
+          ...extra,
+        },
+        logger: {
+          log: (_s, m) => {
+            if (m['agent_0/turn_1/kl/mean'] !== undefined) kls.push((m['agent_0/turn_1/kl/mean'] + (m['agent_1/turn_1/kl/mean'] ?? NaN)) / 2);
+            if (m['eval/turn_1/mean_reward'] !== undefined) rewards.push(m['eval/turn_1/mean_reward']);
+          },
+        },
+      }),
+    afterTrain: (trainer) => trainer.evaluate(),
   });
-  try {
-    await trainer.train();
-    await trainer.evaluate();
-  } finally {
-    trainer.dispose();
-    disposeAgents(agents);
-  }
   // A log every 8 env steps, i.e. every item (8 joint actions each), from its tree: the last epoch.
   const tail = kls.slice(-16);
   return { kl: tail.reduce((a, b) => a + b, 0) / tail.length, reward: rewards[rewards.length - 1] };

@@ -348,6 +348,19 @@ describe('errors name the file and the field', () => {
     await expect(loadTokenizer(dir)).rejects.toThrow(/tokenizer_config\.json field "pad_token": "<pad>"/);
   });
 
+  it('a word-level vocabulary without its unknown token, or a word-level model without one', async () => {
+    const dir = await copyFixture('tiny-word', 'e-unk');
+    // [UNK] stays an added token (so the config's unk_token resolves), but the WordLevel model cannot map unknown words to it.
+    await editJson(join(dir, 'tokenizer.json'), (o) => {
+      delete (o.model as { vocab: Record<string, number> }).vocab['[UNK]'];
+    });
+    await expect(loadTokenizer(dir)).rejects.toThrow(`tokenizer.json in ${dir}: the unknown token "[UNK]" (field "model.unk_token") is not in the vocabulary`);
+    await editJson(join(dir, 'tokenizer.json'), (o) => {
+      delete (o.model as { unk_token?: string }).unk_token;
+    });
+    await expect(loadTokenizer(dir)).rejects.toThrow(/tokenizer\.json in .*: field "model\.unk_token" is missing: a WordLevel model needs an unknown token/);
+  });
+
   it('no EOS anywhere', async () => {
     const dir = await copyFixture('tiny-bpe', 'e-noeos');
     await editJson(join(dir, 'tokenizer_config.json'), (o) => {

@@ -3,9 +3,11 @@ import * as os from 'node:os';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { describeTorch, initBackend, setBackendLogger, torchBackend } from '../src/backend/index.js';
+import { describeTorch, holdInBfloat16, initBackend, setBackendLogger, torchBackend } from '../src/backend/index.js';
+import { BF16_ROWS_WITHOUT_UNITS } from '../src/backend/torch/kernels.js';
 import { resolveTorchDevice } from '../src/backend/torch/index.js';
 import { AdamW } from '../src/optim/adamw.js';
+import { heldTensorBytes } from '../src/memory/plan.js';
 import { createTinyModel, liveFrozenBases, loadCausalLM, loraSectionSchema, loraSettings, type TfCausalLM } from '../src/model/index.js';
 
 // The torch backend's own behaviour (its kernels are checked in torch-kernels.test.ts): the device
@@ -62,7 +64,14 @@ describe('torch backend', () => {
     const f32 = await loadCausalLM(tiny, { lora });
     let bf16: TfCausalLM | null = null;
     try {
+      const before = { tfjs: tf.memory().numBytes, held: heldTensorBytes() };
       bf16 = await loadCausalLM(tiny, { lora, memory: { frozenBaseDtype: 'bfloat16' } });
+      // The memory plan counts the bfloat16-held matrices at 2 bytes (tfjs sees them as float32):
+      // the held bytes grow by what tfjs counts, less 2 bytes for each of their elements.
+      const cfg = bf16.decoderConfig;
+      const matrices =
+        cfg.numLayers * cfg.hiddenSize * (cfg.numHeads * cfg.headDim * 2 + cfg.numKvHeads * cfg.headDim * 2 + cfg.intermediateSize * 3) + cfg.vocabSize * cfg.hiddenSize;
+      expect(heldTensorBytes() - before.held).toBe(tf.memory().numBytes - before.tfjs - 2 * matrices);
       // Two bases: a float32 one is never shared with a bfloat16 request.
       expect((await liveFrozenBases()).length).toBe(2);
       const a = await f32.tokenLogProbs(prompts, completions);
@@ -89,6 +98,31 @@ describe('torch backend', () => {
       bf16?.dispose();
       f32.dispose();
     }
+  });
+
+  it('a bfloat16-held weight: few rows multiply in bfloat16, more rows (without bf16 units) against its float32 copy', () => {
+    const b = torchBackend();
+    if (b === null) throw new Error('torch backend not initialised');
+    const w = tf.randomNormal([96, 64], 0, 1, 'float32', 3);
+    // The weight as bfloat16 holds it: rounded to 8 bits of mantissa (round to nearest even).
+    const rounded = tf.tensor(Float32Array.from(w.dataSync(), (v) => {
+      const u = new Uint32Array(new Float32Array([v]).buffer)[0];
+      return new Float32Array(new Uint32Array([((u + 0x7fff + ((u >> 16) & 1)) >>> 16) << 16]).buffer)[0];
+    }), w.shape);
+    holdInBfloat16(w);
+    for (const rows of [BF16_ROWS_WITHOUT_UNITS, BF16_ROWS_WITHOUT_UNITS + 1, 40]) {
+      const x = tf.randomNormal([rows, 64], 0, 1, 'float32', rows);
+      const got = tf.matMul(x, w, false, true).dataSync();
+      const want = tf.matMul(x, rounded, false, true).dataSync();
+      let err = 0;
+      got.forEach((v, i) => (err = Math.max(err, Math.abs(v - want[i]))));
+      // bfloat16 products also round x: errors of ~1e-2 on values of ~8; float32 ones ~1e-5.
+      if (rows <= BF16_ROWS_WITHOUT_UNITS || b.bf16Units) expect(err, `${rows} rows`).toBeGreaterThan(1e-4);
+      else expect(err, `${rows} rows`).toBeLessThan(1e-4);
+      expect(err, `${rows} rows`).toBeLessThan(0.2);
+      x.dispose();
+    }
+    tf.dispose([w, rounded]);
   });
 
   it('no torch tensor outlives its tfjs tensor: live handles track tfjs data over training steps', async () => {

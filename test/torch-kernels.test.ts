@@ -2,6 +2,8 @@ import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger, torchBackend, TORCH_KERNEL_NAMES } from '../src/backend/index.js';
 import { createRng } from '../src/util/rng.js';
+import { ADAMW_UPDATE, RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD, rmsNorm, rotary, siluMul } from '../src/backend/fused.js';
+import { AdamW } from '../src/optim/adamw.js';
 
 // Kernel conformance: every kernel the torch backend registers, run through tfjs's ops on random
 // inputs (broadcast shapes, empty and scalar tensors, every dtype the kernel takes) and compared
@@ -247,6 +249,42 @@ for (const [sa, sb, ta, tb] of [
 ] as Array<[number[], number[], boolean, boolean]>) {
   add({ kernel: 'BatchMatMul', name: `[${sa}]${ta ? 'ᵀ' : ''} · [${sb}]${tb ? 'ᵀ' : ''}`, inputs: [F(sa), F(sb)], run: (a, b) => tf.matMul(a, b, ta, tb), grad: true });
 }
+// 2–64 rows against a weight of ≥ 2²⁰ elements take the (W·xᵀ)ᵀ route on CPU; 65 rows do not.
+// (Their gradients are ordinary products, covered above.)
+for (const [m, n, k] of [[2, 2048, 512], [64, 1024, 1024], [65, 1024, 1024]]) {
+  add({ kernel: 'BatchMatMul', name: `[${m},${k}] · [${n},${k}]ᵀ (few rows, large weight)`, inputs: [F([m, k]), F([n, k])], run: (a, b) => tf.matMul(a, b, false, true), tol: 1e-4 });
+}
+// ---- fused ops (src/backend/fused.ts): the torch kernels against the plain composition, which is
+// what the cpu backend runs; their gradient kernels are checked as outputs of tf.grads and
+// through the forward cases' gradients.
+for (const [xs, ws] of [[[6, 16], [16]], [[2, 3, 4, 8], [8]]] as Array<[number[], number[]]>) {
+  add({ kernel: RMS_NORM, name: `x [${xs}]`, inputs: [F(xs), F(ws)], run: (x, w) => rmsNorm(x, w as tf.Tensor1D, 1e-6), grad: true, tol: 1e-4 });
+  add({ kernel: RMS_NORM_GRAD, name: `x [${xs}]`, inputs: [F(xs), F(ws), F(xs)], run: (x, w, dy) => tf.grads((a: tf.Tensor, b: tf.Tensor) => rmsNorm(a, b as tf.Tensor1D, 1e-6))([x, w], dy), tol: 1e-4 });
+}
+add({ kernel: SILU_MUL, name: '[5, 12]', inputs: [F([5, 12], [-4, 4]), F([5, 12])], run: (g, u) => siluMul(g, u), grad: true });
+add({ kernel: SILU_MUL_GRAD, name: '[5, 12]', inputs: [F([5, 12], [-4, 4]), F([5, 12]), F([5, 12])], run: (g, u, dy) => tf.grads((a: tf.Tensor, b: tf.Tensor) => siluMul(a, b))([g, u], dy) });
+for (const [xs, ts] of [[[2, 3, 5, 8], [2, 1, 5, 8]], [[2, 1, 3, 4], [2, 1, 1, 4]]] as Array<[number[], number[]]>) {
+  add({ kernel: ROTARY, name: `x [${xs}], tables [${ts}]`, inputs: [F(xs), F(ts), F(ts)], run: (x, c, sn) => rotary(x, c, sn), grad: true });
+}
+// The fused AdamW update against the composed one (the optimizer itself, two steps, decay on and off).
+for (const weightDecay of [0.01, 0]) {
+  add({
+    kernel: ADAMW_UPDATE,
+    name: `two AdamW steps, weight decay ${weightDecay}`,
+    inputs: [F([7, 5]), F([7, 5]), F([7, 5])],
+    run: (p0, g1, g2) => {
+      const p = tf.variable(p0);
+      const opt = new AdamW([p], { lr: 0.05, weightDecay });
+      opt.step([g1]);
+      opt.step([g2]);
+      const state = opt.getState();
+      const out = [p.clone(), tf.tensor(state.m[0], p0.shape), tf.tensor(state.v[0], p0.shape)];
+      opt.dispose();
+      p.dispose();
+      return out;
+    },
+  });
+}
 add({ kernel: '_FusedMatMul', name: 'bias + relu', inputs: [F([3, 4]), F([5, 4]), F([5])], run: (a, b, c) => tf.fused.matMul({ a, b, bias: c, transposeB: true, activation: 'relu' }) });
 add({ kernel: '_FusedMatMul', name: 'linear, no bias', inputs: [F([2, 3, 4]), F([2, 4, 2])], run: (a, b) => tf.fused.matMul({ a, b }) });
 
@@ -340,6 +378,31 @@ describe('torch kernel conformance (vs the cpu backend)', () => {
     });
     expect(got.grads.length).toBe(want.grads.length);
     got.grads.forEach((g, k) => expect(close(g, want.grads[k], tol * 5), `gradient ${k}`).toBeNull());
+  });
+
+  it('runs each fused op as one kernel on torch (the decoder reaches them through src/backend/fused.ts)', async () => {
+    await initBackend('torch');
+    const x = tf.randomNormal([2, 3, 4, 8]);
+    const w = tf.ones([8]) as tf.Tensor1D;
+    for (const [name, f] of [
+      [RMS_NORM, () => rmsNorm(x, w, 1e-6)],
+      [SILU_MUL, () => siluMul(x, x)],
+      [ROTARY, () => rotary(x, x, x)],
+    ] as Array<[string, () => tf.Tensor]>) {
+      const info = await tf.profile(f);
+      expect(info.kernelNames, name).toEqual([name]);
+      tf.dispose(info.result as tf.Tensor);
+    }
+    tf.dispose([x, w]);
+    // An AdamW step is one update kernel per parameter (with a gradient).
+    const p = tf.variable(tf.ones([3, 4]));
+    const opt = new AdamW([p], { lr: 0.1 });
+    const g = tf.onesLike(p);
+    const info = await tf.profile(() => opt.step([g]));
+    expect(info.kernelNames).toContain(ADAMW_UPDATE);
+    expect(info.kernelNames.filter((k) => !['Identity', 'Fill', 'ZerosLike'].includes(k))).toEqual([ADAMW_UPDATE]);
+    opt.dispose();
+    tf.dispose([p, g]);
   });
 
   it('leaves no torch tensor behind: live handles equal the tensors tfjs holds', () => {

@@ -132,9 +132,9 @@ async function configFile(name: string): Promise<{ file: string; out: string }> 
 }
 
 test('the registry holds the built-in trainers and the one registered here', () => {
-  expect(trainerNames()).toEqual(['magrpo', 'collm-dc', 'collm-cc', 'mareinforce', 'maremax', 'marloo', 'centralized-magrpo', 'fixed-step']);
+  expect(trainerNames()).toEqual(['magrpo', 'collm-dc', 'collm-cc', 'mareinforce', 'maremax', 'marloo', 'centralized-magrpo', 'madpo', 'marlhf', 'fixed-step']);
   expect(getTrainer('fixed-step').section).toBe('fixed_step');
-  expect(() => getTrainer('nope')).toThrow(/unknown trainer 'nope' \(registered: magrpo, collm-dc, collm-cc, mareinforce, maremax, marloo, centralized-magrpo, fixed-step\)/);
+  expect(() => getTrainer('nope')).toThrow(/unknown trainer 'nope' \(registered: magrpo, collm-dc, collm-cc, mareinforce, maremax, marloo, centralized-magrpo, madpo, marlhf, fixed-step\)/);
   expect(() => registerTrainer({ name: 'other', label: 'Other', section: 'magrpo', schema: fixedStepSchema, usesCritics: false, build: (inputs) => new FixedStepTrainer(inputs) })).toThrow(
     /trainer section 'magrpo' is taken by trainer 'magrpo'/,
   );
@@ -159,10 +159,10 @@ test("config parsing reads the registry: the toy trainer's section, schema and r
   expect(parseMAGRPOConfig(magrpo.trainerConfig)).toBe(magrpo.trainerConfig);
   expect(parseMAGRPOConfig({ ...magrpo.trainerConfig })).not.toBe(magrpo.trainerConfig);
   expect(parseMAGRPOConfig({ ...magrpo.trainerConfig })).toEqual(magrpo.trainerConfig);
-  expect(issues(base)[0]).toMatch(/missing trainer section: add one of magrpo:, collm_dc: \(alias iac:\), collm_cc: \(alias maac:\), mareinforce:, maremax:, marloo:, centralized_magrpo: or fixed_step:/);
+  expect(issues(base)[0]).toMatch(/missing trainer section: add one of magrpo:, collm_dc: \(alias iac:\), collm_cc: \(alias maac:\), mareinforce:, maremax:, marloo:, centralized_magrpo:, madpo:, marlhf: or fixed_step:/);
   expect(issues({ ...base, fixed_step: { learning_rte: 1 } })[0]).toMatch(/^fixed_step\.learning_rte: unknown key \(allowed here: num_agents, num_turns/);
   expect(issues({ ...base, model: { agent_model: '/m', critic_model: '/c' }, fixed_step: {} })[0]).toMatch(/^model\.critic_model: FixedStep has no critic; remove it or use collm_dc \/ collm_cc/);
-  expect(issues({ ...base, fixed_stp: {} })).toContainEqual(expect.stringMatching(/^fixed_stp: unknown key \(allowed here: model, dataset, magrpo, collm_dc, iac, collm_cc, maac, mareinforce, maremax, marloo, centralized_magrpo, fixed_step, external/));
+  expect(issues({ ...base, fixed_stp: {} })).toContainEqual(expect.stringMatching(/^fixed_stp: unknown key \(allowed here: model, dataset, magrpo, collm_dc, iac, collm_cc, maac, mareinforce, maremax, marloo, centralized_magrpo, madpo, marlhf, fixed_step, external/));
 });
 
 test('comlrl train runs the registered trainer: every item, checkpoints, final/ and an exact --resume', async () => {

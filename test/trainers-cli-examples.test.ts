@@ -22,12 +22,19 @@ import { cli, tempDir } from './cli-helpers.js';
 const EXAMPLES = join(import.meta.dirname, '..', 'examples', 'configs');
 
 /** Each new trainer's example config, its section and the agent models it trains. */
-const RUNS: readonly { file: string; trainer: string; section: string; models: number }[] = [
+const RUNS: readonly { file: string; trainer: string; section: string; models: number; extra?: readonly string[] }[] = [
   { file: 'tldr-mareinforce.yaml', trainer: 'mareinforce', section: 'mareinforce', models: 2 },
   { file: 'tldr-maremax.yaml', trainer: 'maremax', section: 'maremax', models: 2 },
   { file: 'tldr-marloo.yaml', trainer: 'marloo', section: 'marloo', models: 2 },
   { file: 'tldr-centralized-magrpo.yaml', trainer: 'centralized-magrpo', section: 'centralized_magrpo', models: 1 },
+  // TLDR pays only completions of 8 words or more: 8 tokens would tie every candidate at 0 (no pair, no update).
+  { file: 'tldr-madpo.yaml', trainer: 'madpo', section: 'madpo', models: 2, extra: ['--set', 'madpo.max_new_tokens=40'] },
+  // MARLHF: the same for its preference pairs (no pair is an error); 4 candidates and 2 pairs per post keep phase 1 short.
+  { file: 'tldr-marlhf.yaml', trainer: 'marlhf', section: 'marlhf', models: 2, extra: ['--set', 'marlhf.max_new_tokens=40', '--set', 'marlhf.preference_num_candidates=4', '--set', 'marlhf.preference_pairs_per_sample=2'] },
 ];
+
+/** The REINFORCE family: MAGRPO's config with another baseline. */
+const REINFORCE_FAMILY = new Set(['mareinforce', 'maremax', 'marloo']);
 
 let root: string;
 let cleanup: () => Promise<void>;
@@ -47,7 +54,7 @@ beforeAll(async () => {
 });
 afterAll(async () => cleanup());
 
-test.each(RUNS.filter((r) => r.models === 2))('$file validates with the registered schema and keeps tldr-magrpo.yaml’s numbers', ({ file, trainer }) => {
+test.each(RUNS.filter((r) => REINFORCE_FAMILY.has(r.trainer)))('$file validates with the registered schema and keeps tldr-magrpo.yaml’s numbers', ({ file, trainer }) => {
   const config = parseRunConfig(readConfigFile(join(EXAMPLES, file)), undefined, file);
   const magrpo = parseRunConfig(readConfigFile(join(EXAMPLES, 'tldr-magrpo.yaml')), undefined, 'tldr-magrpo.yaml');
   expect(config.trainer).toBe(trainer);
@@ -63,7 +70,7 @@ test.each(RUNS.filter((r) => r.models === 2))('$file validates with the register
   expect(config.dataset).toEqual(magrpo.dataset);
 });
 
-describe.each(RUNS)('$file', ({ file, trainer, section, models }) => {
+describe.each(RUNS)('$file', ({ file, trainer, section, models, extra = [] }) => {
   test('runs `--stop-after 2` on a hidden-256, 4-layer tiny model', async () => {
     const out = join(root, trainer);
     const r = await cli([
@@ -86,6 +93,7 @@ describe.each(RUNS)('$file', ({ file, trainer, section, models }) => {
       `${section}.eval_num_samples=2`,
       '--set',
       `${section}.logging_steps=1`,
+      ...extra,
       '--stop-after',
       '2',
     ]);
@@ -131,7 +139,10 @@ describe.each(RUNS)('$file', ({ file, trainer, section, models }) => {
       '1',
     ]);
     expect(r.code).toBe(1);
-    expect(r.err).toMatch(/not enough memory for generation .*needs about [\d.]+ MiB but only [\d.]+ MiB of the 24 MiB budget is free.*Reduce one of: max_new_tokens/s);
+    // MADPO loads its frozen reference (a second copy of the weights under full fine-tuning) before it generates,
+    // MARLHF its reward model's LM (here a third copy of the tiny model).
+    const what = { madpo: 'reference model: not enough memory for loading the model', marlhf: 'critic 0: not enough memory for loading the model' }[trainer] ?? 'not enough memory for generation';
+    expect(r.err).toMatch(new RegExp(`${what} .*needs about [\\d.]+ MiB but only [\\d.]+ MiB of the 24 MiB budget is free.*Reduce one of: max_new_tokens`, 's'));
     expect(existsSync(join(out, 'checkpoints'))).toBe(false);
   });
 });
@@ -161,6 +172,74 @@ test('the centralized example config: one policy for the two roles, and `comlrl 
   expect(r.code, r.err).toBe(0);
   expect(r.out).toMatch(/tldr\/score/);
   expect(r.out).toMatch(/eval_items\s+2/);
+});
+
+/**
+ * CentralizedMAGRPO's other example configs: CoopHE (the adapter's <auxiliary>/<main> snippets,
+ * scored in the sandbox: python3 on PATH) and HouseBuild (CoMLRL's <agent_i> sections), each run
+ * `--stop-after 2` on the hidden-256, 4-layer tiny model with the task's own eval metric logged.
+ */
+describe.each([
+  { file: 'coophe-centralized-magrpo.yaml', metric: 'eval/coophe/pass_rate', data: true },
+  { file: 'housebuild-centralized-magrpo.yaml', metric: 'eval/housebuild/iou', data: false },
+])('$file', ({ file, metric, data: needsData }) => {
+  test('validates: one policy for the two roles, single-turn', () => {
+    const config = parseRunConfig(readConfigFile(join(EXAMPLES, file)), undefined, file);
+    expect(config.trainer).toBe('centralized-magrpo');
+    expect(config.trainerConfig).toMatchObject({ num_agents: 2, num_turns: 1, collaboration_mode: 'centralized' });
+    expect(config.model.agent_model).toMatch(/^\/path\/to\//);
+  });
+
+  test('runs `--stop-after 2` on a hidden-256, 4-layer tiny model', async () => {
+    const out = join(root, file.replace(/\.yaml$/, ''));
+    const che = join(root, 'che.json');
+    if (needsData) {
+      const problem = (i: number) => ({ task_id: `Toy/${i}`, prompt: `def add${i}(a, b):\n    """Return a + b + ${i}."""\n`, test: `def check(candidate):\n    assert candidate(1, 2) == ${3 + i}\n`, entry_point: `add${i}` });
+      await writeFile(che, JSON.stringify([0, 1, 2, 3].map(problem)));
+    }
+    const r = await cli([
+      'train',
+      '--config',
+      join(EXAMPLES, file),
+      '--set',
+      `model.agent_model=${model}`,
+      // CoopHE: an update every item (its file buffers 4). HouseBuild: one eval item (~2000-token joint prompts), evaluated once before training.
+      ...(needsData
+        ? ['--set', `dataset.path=${che}`, '--set', 'dataset.train_split=train[:2]', '--set', 'dataset.eval_split=train[2:]', '--set', 'centralized_magrpo.rollout_buffer_size=1', '--set', 'centralized_magrpo.train_batch_size=1']
+        : ['--set', 'dataset.train_split=[:2]', '--set', 'dataset.eval_split=[8:9]', '--set', 'centralized_magrpo.eval_interval=0']),
+      '--set',
+      `output.dir=${out}`,
+      '--set',
+      'centralized_magrpo.max_new_tokens=8',
+      '--set',
+      'centralized_magrpo.eval_num_samples=2',
+      '--set',
+      'centralized_magrpo.logging_steps=1',
+      '--stop-after',
+      '2',
+    ]);
+    expect(r.code, r.err).toBe(0);
+    const ckpt = join(out, 'checkpoints', 'step-000002');
+    expect(existsSync(join(ckpt, 'agent_0', 'model.safetensors'))).toBe(true);
+    expect(existsSync(join(ckpt, 'agent_1'))).toBe(false);
+    const state = JSON.parse(await readFile(join(ckpt, 'trainer_state.json'), 'utf8')) as { trainer: string };
+    expect(state.trainer).toBe('centralized-magrpo');
+    const rows = readMetrics(join(out, 'metrics.jsonl'));
+    expect(rows.some((m) => 'turn_1/reward_mean' in m && 'agent_0/loss' in m)).toBe(true);
+    // The task's own eval metric, read from the roles' responses the adapter split off.
+    expect(rows.some((m) => metric in m)).toBe(true);
+  }, 600_000);
+});
+
+test('the MADPO example config: CoMLRL\'s preference defaults, and its run logs the DPO metrics', () => {
+  const config = parseRunConfig(readConfigFile(join(EXAMPLES, 'tldr-madpo.yaml')), undefined, 'tldr-madpo.yaml');
+  const magrpo = parseRunConfig(readConfigFile(join(EXAMPLES, 'tldr-magrpo.yaml')), undefined, 'tldr-magrpo.yaml');
+  expect(config.trainer).toBe('madpo');
+  expect(config.trainerConfig).toMatchObject({ num_turns: 1, num_generations: 4, preference_pairs_per_sample: 16, pair_selection: 'reward_gap', dpo_beta: 0.1 });
+  expect(config.dataset).toEqual(magrpo.dataset);
+  // The `--stop-after 2` run above: TRL's and CoMLRL's DPO metrics next to MAGRPO's.
+  const rows = readMetrics(join(root, 'madpo', 'metrics.jsonl'));
+  expect(rows.some((m) => 'rewards/margins' in m && 'rewards/accuracies' in m && 'dpo/loss' in m)).toBe(true);
 });
 
 test('each REINFORCE preset is the trainer config the CLI builds from its example config', () => {

@@ -2,7 +2,7 @@
  * The built-in trainers' registry entries (see ./registry.ts), registered as this module loads:
  * MAGRPO (`magrpo:`), CoLLM-DC (`collm_dc:`, CoMLRL's `iac:`) and CoLLM-CC (`collm_cc:`, `maac:`),
  * then the REINFORCE family (`mareinforce:`, `maremax:`, `marloo:`) and CentralizedMAGRPO
- * (`centralized_magrpo:`).
+ * (`centralized_magrpo:`), and MADPO (`madpo:`) and MARLHF (`marlhf:`).
  */
 import { centralizedCriticLayout, separateCriticsLayout, sharedHeadsLayout } from './collm/layout.js';
 import { CoLLMCCTrainer } from './collm/centralized.js';
@@ -12,10 +12,14 @@ import { CentralizedEnv, roleEpisode, type CentralizedAdapter } from '../src/dec
 import { centralizedMAGRPOConfigSchema, type CentralizedMAGRPOConfig } from './centralized-magrpo/config.js';
 import { CentralizedMAGRPOTrainer, roleCallbacks } from './centralized-magrpo/trainer.js';
 import { agentDirs } from './core/save.js';
+import { madpoConfigSchema, type MADPOConfig } from './madpo/config.js';
+import { MADPOTrainer } from './madpo/trainer.js';
 import { magrpoConfigSchema, magrpoEvalEarlyTermination, type MAGRPOConfig } from './magrpo/config.js';
 import { MAGRPOTrainer } from './magrpo/trainer.js';
 import { mareinforceConfigSchema, maremaxConfigSchema, marlooConfigSchema, type MAREINFORCEConfig, type MAReMaxConfig, type MARLOOConfig } from './reinforce/config.js';
 import { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from './reinforce/trainer.js';
+import { marlhfConfigSchema, type MARLHFConfig } from './marlhf/config.js';
+import { marlhfLayout, MARLHFTrainer } from './marlhf/trainer.js';
 import { registerTrainer, type PlayedTask, type TrainerBuildInputs, type TrainerSpec } from './registry.js';
 
 /** The constructor inputs every trainer shares, from the registry's build inputs. */
@@ -68,6 +72,18 @@ export const MARLOO_TRAINER: TrainerSpec<MARLOOConfig> = {
   build: (inputs) => new MARLOOTrainer<unknown, unknown>({ ...trainerInputs(inputs), config: inputs.config }),
 };
 
+/** MADPO: multi-agent DPO on the joint reward's preferences; no critics; each agent's frozen reference (adapters off under LoRA); eval as MAGRPO. */
+export const MADPO_TRAINER: TrainerSpec<MADPOConfig> = {
+  name: 'madpo',
+  label: 'MADPO',
+  section: 'madpo',
+  schema: madpoConfigSchema,
+  usesCritics: false,
+  usesReference: true,
+  evalEarlyTermination: magrpoEvalEarlyTermination,
+  build: (inputs) => new MADPOTrainer<unknown, unknown>({ ...trainerInputs(inputs), config: inputs.config }),
+};
+
 /** A task's centralized adapter. @throws Error naming the env when the task has none. */
 function adapterOf(centralized: CentralizedAdapter<unknown> | undefined, envName: string): CentralizedAdapter<unknown> {
   if (centralized === undefined) throw new Error(`CentralizedMAGRPO: task '${envName}' has no centralized adapter (its setup's \`centralized\`: build_prompt / parse_completion); the toy-coord and tldr tasks have one`);
@@ -96,6 +112,29 @@ export const CENTRALIZED_MAGRPO_TRAINER: TrainerSpec<CentralizedMAGRPOConfig> = 
     new CentralizedMAGRPOTrainer<unknown, unknown>({ ...trainerInputs(inputs), config: inputs.config, centralizedAdapter: adapterOf(inputs.centralized, inputs.env.name) }),
 };
 
+/** MARLHF: a joint reward model (its one critic LM, saved as `reward_model/`) fitted to preferences, then MAGRPO on its score. */
+export const MARLHF_TRAINER: TrainerSpec<MARLHFConfig> = {
+  name: 'marlhf',
+  label: 'MARLHF',
+  section: 'marlhf',
+  schema: marlhfConfigSchema,
+  usesCritics: true,
+  criticCount: () => 1,
+  criticsHint: 'one joint reward model',
+  criticModels: (config) => (config.reward_model_name === null ? null : [config.reward_model_name]),
+  layout: (_config, dir, n) => marlhfLayout(dir, n),
+  evalEarlyTermination: magrpoEvalEarlyTermination,
+  build: (inputs) => {
+    if (inputs.critics.length !== 1) throw new Error(`marlhf needs exactly one reward model LM, got ${inputs.critics.length}`);
+    return new MARLHFTrainer<unknown, unknown>({
+      ...trainerInputs(inputs),
+      config: inputs.config,
+      rewardModel: inputs.critics[0],
+      ...(inputs.heads.length > 0 ? { rewardHead: inputs.heads[0] } : {}),
+    });
+  },
+};
+
 /** CoLLM-DC: a critic LM per agent (`use_separate_critic`) or value heads on the actors. */
 export const COLLM_DC_TRAINER: TrainerSpec<CoLLMDCConfig> = {
   name: 'collm-dc',
@@ -105,6 +144,7 @@ export const COLLM_DC_TRAINER: TrainerSpec<CoLLMDCConfig> = {
   schema: collmDCConfigSchema,
   usesCritics: true,
   criticCount: (config, numAgents) => (config.use_separate_critic ? numAgents : 0),
+  criticModelsOff: (config) => (config.use_separate_critic ? undefined : { field: 'use_separate_critic', means: 'is false (a value head on each actor)' }),
   criticsHint: 'one per agent',
   layout: (config, dir, n) => ({ agents: agentDirs(dir, n), ...(config.use_separate_critic ? separateCriticsLayout(dir, n) : sharedHeadsLayout(dir, n)) }),
   evalEarlyTermination: (config) => config.early_termination_threshold,
@@ -147,3 +187,5 @@ registerTrainer(MAREINFORCE_TRAINER);
 registerTrainer(MAREMAX_TRAINER);
 registerTrainer(MARLOO_TRAINER);
 registerTrainer(CENTRALIZED_MAGRPO_TRAINER);
+registerTrainer(MADPO_TRAINER);
+registerTrainer(MARLHF_TRAINER);

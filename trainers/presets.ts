@@ -1,7 +1,7 @@
 /**
  * Named presets of the CoLLM paper's actor-critic runs: TLDR, CoopHE and HouseBuild, each for
  * CoLLM-DC and CoLLM-CC; and of the REINFORCE-folder trainers of CoMLRL 1.4 (`reinforcePreset`:
- * MAREINFORCE, MAReMax, MARLOO, CentralizedMAGRPO on TLDR, at the end of this file). The
+ * MAREINFORCE, MAReMax, MARLOO, CentralizedMAGRPO, MADPO and MARLHF on TLDR, at the end of this file). The
  * actor-critic numbers are read from the example configs
  * `examples/configs/<task>-collm-<dc|cc>.yaml` (shipped with the package), the single source of
  * them: the experiment repositories' configs the paper was run with (`tasks-reference.md` §1.6,
@@ -24,6 +24,8 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { readConfigFile } from '../src/config/load.js';
 import { parseCentralizedMAGRPOConfig, type CentralizedMAGRPOConfig } from './centralized-magrpo/config.js';
+import { parseMADPOConfig, type MADPOConfig } from './madpo/config.js';
+import { parseMARLHFConfig, type MARLHFConfig } from './marlhf/config.js';
 import { parseCoLLMCCConfig, parseCoLLMDCConfig, type CoLLMCCConfigInput, type CoLLMDCConfigInput } from './collm/config.js';
 import { parseMAREINFORCEConfig, parseMAReMaxConfig, parseMARLOOConfig, type MAREINFORCEConfig, type MAReMaxConfig, type MARLOOConfig } from './reinforce/config.js';
 
@@ -169,11 +171,11 @@ export function actorCriticPreset(name: string): ActorCriticPreset {
 }
 
 // ---------------------------------------------------------------------------------------------
-// The REINFORCE-folder trainers of CoMLRL 1.4 (MAREINFORCE, MAReMax, MARLOO, CentralizedMAGRPO).
+// The REINFORCE-folder trainers of CoMLRL 1.4 (MAREINFORCE, MAReMax, MARLOO, CentralizedMAGRPO; MADPO, which CoMLRL first put there).
 // ---------------------------------------------------------------------------------------------
 
 /** The trainers of the REINFORCE presets. */
-export type ReinforcePresetTrainer = 'mareinforce' | 'maremax' | 'marloo' | 'centralized-magrpo';
+export type ReinforcePresetTrainer = 'mareinforce' | 'maremax' | 'marloo' | 'centralized-magrpo' | 'madpo' | 'marlhf';
 
 /** A REINFORCE-family or CentralizedMAGRPO preset: `examples/configs/<task>-<trainer>.yaml`'s trainer config. */
 export interface ReinforcePreset {
@@ -187,7 +189,7 @@ export interface ReinforcePreset {
   readonly splits: { readonly train: string; readonly eval: string };
   readonly notes: string;
   /** The trainer's validated config (defaults filled). */
-  readonly config: Readonly<MAREINFORCEConfig | MAReMaxConfig | MARLOOConfig | CentralizedMAGRPOConfig>;
+  readonly config: Readonly<MAREINFORCEConfig | MAReMaxConfig | MARLOOConfig | CentralizedMAGRPOConfig | MADPOConfig | MARLHFConfig>;
 }
 
 /** Each REINFORCE preset's trainer, section and config parser. */
@@ -196,6 +198,8 @@ const REINFORCE_TRAINERS: Readonly<Record<ReinforcePresetTrainer, { section: str
   maremax: { section: 'maremax', parse: parseMAReMaxConfig },
   marloo: { section: 'marloo', parse: parseMARLOOConfig },
   'centralized-magrpo': { section: 'centralized_magrpo', parse: parseCentralizedMAGRPOConfig },
+  madpo: { section: 'madpo', parse: parseMADPOConfig },
+  marlhf: { section: 'marlhf', parse: parseMARLHFConfig },
 };
 
 const REINFORCE_PRESET_META: Readonly<Record<string, { task: PresetTask; trainer: ReinforcePresetTrainer; agentModel: string; notes: string }>> = {
@@ -207,6 +211,13 @@ const REINFORCE_PRESET_META: Readonly<Record<string, { task: PresetTask; trainer
     trainer: 'centralized-magrpo',
     agentModel: 'Qwen/Qwen3-1.7B',
     notes: "tldr-magrpo's numbers (MAGRPO paper) for one joint policy; max_new_tokens doubled (both texts in one completion).",
+  },
+  'tldr-madpo': { task: 'tldr', trainer: 'madpo', agentModel: 'Qwen/Qwen3-1.7B', notes: "tldr-magrpo's sampling and learning rate; CoMLRL's MADPO defaults (16 pairs per prompt, reward_gap, dpo_beta 0.1), 4 candidates per agent." },
+  'tldr-marlhf': {
+    task: 'tldr',
+    trainer: 'marlhf',
+    agentModel: 'Qwen/Qwen3-1.7B',
+    notes: "tldr-magrpo's numbers for phase 2 (MAGRPO on the reward model's score); phase 1: 16 candidates per agent and post, CoMLRL's reward-model defaults, joint text capped at 1024 tokens.",
   },
 };
 

@@ -69,12 +69,16 @@ export interface TrainerSpec<C extends TrainerSectionFields> extends TrainerSect
   readonly schema: z.ZodType<C>;
   /** Critic LMs it needs with `numAgents` agents (default 0). */
   criticCount?(config: C, numAgents: number): number;
+  /** See {@link TrainerSectionSpec.criticModelsOff}: called with the section its schema parsed. */
+  criticModelsOff?(config: C): { readonly field: string; readonly means: string } | undefined;
   /** Agent models it trains on a task whose env has `envAgents` agents (default: the config's `num_agents`, else `envAgents`). */
   agentCount?(config: C, envAgents: number): number;
   /** The task as its agents play it in `comlrl eval` (default: as it is; CentralizedMAGRPO: one joint agent through the task's adapter). */
   playTask?(config: C, task: PlayedTask): PlayedTask;
   /** What its critic LMs are, for messages (e.g. 'one per agent'). */
   readonly criticsHint?: string;
+  /** Critic LM directories its own section names (MARLHF's `reward_model_name`), used before `model.critics` / `model.critic_model`; null or absent: none. */
+  criticModels?(config: C): readonly string[] | null;
   /** Where its models are in a directory its `save` wrote (default: the agents only, `dir/agent_i/`). */
   layout?(config: C, dir: string, numAgents: number): ModelLayout;
   /** The early-termination threshold its evaluation episodes use, which `comlrl eval` follows (default null: every turn is played). */
@@ -93,6 +97,8 @@ export interface RegisteredTrainer {
   readonly section: string;
   readonly criticsHint: string | undefined;
   criticCount(config: TrainerSectionFields, numAgents: number): number;
+  /** See {@link TrainerSpec.criticModels} (default null). */
+  criticModels(config: TrainerSectionFields): readonly string[] | null;
   agentCount(config: TrainerSectionFields, envAgents: number): number;
   playTask(config: TrainerSectionFields, task: PlayedTask): PlayedTask;
   layout(config: TrainerSectionFields, dir: string, numAgents: number): ModelLayout;
@@ -118,6 +124,7 @@ export function registerTrainer<C extends TrainerSectionFields>(spec: TrainerSpe
     section: spec.section,
     criticsHint: spec.criticsHint,
     criticCount: (config, n) => spec.criticCount?.(typed(config), n) ?? 0,
+    criticModels: (config) => spec.criticModels?.(typed(config)) ?? null,
     agentCount: (config, envAgents) => spec.agentCount?.(typed(config), envAgents) ?? config.num_agents ?? envAgents,
     playTask: (config, task) => spec.playTask?.(typed(config), task) ?? task,
     layout: (config, dir, n) => spec.layout?.(typed(config), dir, n) ?? { agents: agentDirs(dir, n), critics: [], heads: [] },

@@ -21,6 +21,7 @@ import { commandArgs, formatUsage, intOpt, stringOpt, UsageError, type OptionSpe
 import type { CommandContext } from '../context.js';
 import { handleInterrupts } from '../interrupt.js';
 import { displayPath, runTraining, type RunResult } from '../run.js';
+import { resumeCommandFor } from '../training/run-dir.js';
 import { TRAINER_CONFIG_SCHEMAS } from '../schemas.js';
 import type { CoLLMCCConfigInput, CoLLMDCConfigInput } from '../../trainers/collm/config.js';
 import type { MAGRPOConfigInput } from '../../trainers/magrpo/config.js';
@@ -168,7 +169,7 @@ export async function demoCommand(argv: readonly string[], ctx: CommandContext):
   const doc = await demoConfigDocument({ trainer, ...(steps !== undefined ? { steps } : {}), seed, out, cache: cacheRoot(stringOpt(args, 'cache')), ...(backend ? { backend } : {}) });
   const config = parseRunConfig(doc, TRAINER_CONFIG_SCHEMAS, 'demo');
   // Ctrl-C / SIGTERM stop the demo like `train`: at the next item, with a checkpoint to resume from.
-  const interrupts = handleInterrupts(ctx.err, 'stopping after the current item and writing a checkpoint');
+  const interrupts = handleInterrupts(ctx.err, 'stopping after the current item and writing a checkpoint', undefined, resumeCommandFor);
   try {
     const result = await runTraining({ config, log: ctx.err, label: `demo ${trainer}`, outOption: '--out', signal: interrupts.signal, ...(ctx.progress ? { progress: ctx.progress } : {}) });
     if (!result.completed) return 130;

@@ -6,6 +6,7 @@ import { budgetBytes } from '../../src/memory/settings.js';
 import { loadConfig } from '../schemas.js';
 import { commandArgs, formatUsage, intOpt, listOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
 import { NoCheckpointError, resolveResume, runDirConfigFile, runTraining, type ResumePoint } from '../run.js';
+import { resumeCommandFor } from '../training/run-dir.js';
 import { handleInterrupts } from '../interrupt.js';
 import type { CommandContext } from '../context.js';
 
@@ -24,7 +25,8 @@ export const TRAIN_USAGE = formatUsage(
     'output.save_steps items, final/ models. Ctrl-C (or SIGTERM) stops at the next item with a checkpoint',
     '(exit code 130); a second Ctrl-C quits at once, after any checkpoint write under way.',
     'With --resume and no --config, the run directory\'s config.yaml is used; a given config must match',
-    'the checkpoint\'s (apart from output and backend). A run directory without a checkpoint yet starts',
+    'the checkpoint\'s (apart from output and backend); model paths may differ when the models found there',
+    'are the ones the checkpoint recorded (--set model.agent_model=NEW). A run directory without a checkpoint yet starts',
     'again from step 0; a finished run whose final/ is missing or damaged gets it rebuilt.',
   ].join('\n'),
   OPTIONS,
@@ -37,6 +39,9 @@ export async function trainCommand(argv: readonly string[], ctx: CommandContext)
   if (args === null) return 0;
   const resumeDir = stringOpt(args, 'resume');
   let configFile = stringOpt(args, 'config');
+  // A run directory's own config.yaml: comlrl writes its paths absolute, but one written before
+  // that holds them relative to where the run was started (the working directory, as then).
+  const fromRunDir = configFile === undefined;
   if (configFile === undefined) {
     if (resumeDir === undefined) throw new UsageError('--config FILE is required (or --resume DIR of an existing run)', 'train');
     configFile = runDirConfigFile(resumeDir);
@@ -47,7 +52,7 @@ export async function trainCommand(argv: readonly string[], ctx: CommandContext)
       else throw new UsageError(`no config.yaml in ${resumeDir}; pass --config FILE`, 'train');
     }
   }
-  const config = loadConfig(configFile, listOpt(args, 'set'));
+  const config = loadConfig(configFile, listOpt(args, 'set'), fromRunDir ? { baseDir: process.cwd() } : {});
   const stopAfter = intOpt(args, 'stop-after', 'train', 1);
   let resume: ResumePoint | undefined;
   let restartIn: string | undefined;
@@ -63,7 +68,7 @@ export async function trainCommand(argv: readonly string[], ctx: CommandContext)
   }
 
   // SIGTERM (what job schedulers send before killing a job) is handled like Ctrl-C.
-  const interrupts = handleInterrupts(ctx.err, 'stopping after the current item and writing a checkpoint');
+  const interrupts = handleInterrupts(ctx.err, 'stopping after the current item and writing a checkpoint', undefined, resumeCommandFor);
   try {
     const result = await runTraining({
       config,

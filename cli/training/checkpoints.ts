@@ -15,6 +15,7 @@ import type { RunConfig } from '../schemas.js';
 import { testPause } from '../test-pause.js';
 import type { TokenCounter, TrainerHandle } from '../trainer.js';
 import type { RunMetrics } from './metrics.js';
+import { configWithRecordedPaths, type ModelRecord } from './models.js';
 
 /** Extra file of each checkpoint: where the run was when it was written. */
 export const RUN_STATE_FILE = 'run_state.json';
@@ -36,6 +37,8 @@ export class Checkpointer {
       readonly checkpointsDir: string;
       readonly config: RunConfig;
       readonly hash: string;
+      /** The run's models (see ./models.ts), recorded in each checkpoint's run_state.json. */
+      readonly models: ModelRecord;
       readonly trainer: TrainerHandle;
       readonly metrics: RunMetrics;
       readonly counter: TokenCounter;
@@ -58,9 +61,11 @@ export class Checkpointer {
         configHash: hash,
         beforeManifest: async (tmp) => {
           await testPause('checkpoint-write', step);
-          const rs = { step, cursor: trainer.cursor, env_step: trainer.envSteps, metrics_rows: metrics.rows().length, elapsed_s: elapsed, tokens: this.o.counter.total, trainer: config.trainer, config_hash: hash };
+          const models = this.o.models;
+          const rs = { step, cursor: trainer.cursor, env_step: trainer.envSteps, metrics_rows: metrics.rows().length, elapsed_s: elapsed, tokens: this.o.counter.total, trainer: config.trainer, config_hash: hash, models };
           await fs.writeFile(path.join(tmp, RUN_STATE_FILE), `${JSON.stringify(rs, null, 2)}\n`);
-          await fs.writeFile(path.join(tmp, CHECKPOINT_CONFIG_FILE), `${JSON.stringify(runConfigToDocument(config), null, 2)}\n`);
+          // The config the hash covers: the model paths the run started with (this session's are in config.yaml).
+          await fs.writeFile(path.join(tmp, CHECKPOINT_CONFIG_FILE), `${JSON.stringify(runConfigToDocument(configWithRecordedPaths(config, models)), null, 2)}\n`);
         },
       }),
     );

@@ -1,8 +1,8 @@
 /**
  * The run's metrics: the trainer's sink, which writes what it logs to metrics.jsonl with perf/*
- * columns (tokens/s, memory) added to train rows and can be muted (a checkpoint's own save logs
- * nothing); and a callback that keeps the recent train rewards and the last eval reward for the
- * progress bar.
+ * columns (tokens/s, memory) added to train rows, hands each written row to the run's other logs
+ * (TensorBoard) and can be muted (a checkpoint's own save logs nothing); and a callback that keeps
+ * the recent train rewards and the last eval reward for the progress bar.
  */
 import { formatSummary } from '../../src/logging/format.js';
 import { peakMemory, sampleMemory } from '../../src/logging/memory.js';
@@ -40,6 +40,8 @@ export function evalRowReward(row: Readonly<Record<string, MetricValue>>): numbe
 /** The trainer's {@link MetricsSink} during a run (see the module comment). */
 export class RunMetrics implements MetricsSink {
   private logger: MetricsLogger | null = null;
+  /** Where each row goes once metrics.jsonl has it. */
+  private readonly mirrors: ((row: MetricsRow) => void)[] = [];
   private muted = false;
   private lastRowTime = performance.now();
   private lastRowTokens = 0;
@@ -54,6 +56,14 @@ export class RunMetrics implements MetricsSink {
   open(logger: MetricsLogger, tokensBefore: number): void {
     this.logger = logger;
     this.lastRowTokens = tokensBefore;
+  }
+
+  /**
+   * Also hands every row written from now on to `mirror`, after metrics.jsonl has it (so a log that
+   * mirrors it is never ahead of it: what a crash leaves is fixed by the resume's rows).
+   */
+  mirrorTo(mirror: (row: MetricsRow) => void): void {
+    this.mirrors.push(mirror);
   }
 
   /** The rows written so far (including those a resumed run kept). */
@@ -73,7 +83,7 @@ export class RunMetrics implements MetricsSink {
 
   /** Writes a row as it is (the run/* header row: no perf columns, not counted as a train row). */
   write(step: number, row: Readonly<Record<string, MetricValue>>): void {
-    this.logger?.log(step, row);
+    if (this.logger) this.mirror(this.logger.log(step, row));
   }
 
   log(step: number, metrics: MetricRecord): void {
@@ -95,7 +105,12 @@ export class RunMetrics implements MetricsSink {
       sampleMemory();
     }
     const written = this.logger.log(step, row);
+    this.mirror(written);
     this.verbose?.(formatSummary(written, { maxKeys: 12 }));
+  }
+
+  private mirror(row: MetricsRow): void {
+    for (const m of this.mirrors) m(row);
   }
 }
 

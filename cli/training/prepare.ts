@@ -14,6 +14,7 @@ import { restoreTrainerState } from '../../trainers/core/checkpoint.js';
 import { runConfigToDocument } from '../../src/config/schema.js';
 import { peakMemory } from '../../src/logging/memory.js';
 import { MetricsLogger, readMetrics } from '../../src/logging/metrics.js';
+import { TensorBoardWriter } from '../../src/logging/tensorboard.js';
 import { displayPath } from '../display-path.js';
 import { outputDirProblem } from '../paths.js';
 import type { RunConfig } from '../schemas.js';
@@ -21,6 +22,7 @@ import { setupTask, splitOf, splitOverlapWarning, type TaskSetup } from '../task
 import { buildTrainer, cursorStep, numAgentsOf, sourcesFromCheckpoint, sourcesFromConfig, TokenCounter, type TrainerHandle } from '../trainer.js';
 import { readRunJson } from './evaluation.js';
 import { RunMetrics } from './metrics.js';
+import { recordModels, type ModelRecord } from './models.js';
 import { finishedRun, type ResumePoint } from './resume.js';
 import { defaultRunDir, isNonEmptyRun, RUN_CONFIG_HEADER, RUN_FILES, runConfigHash, runDirConfigFile } from './run-dir.js';
 import type { RunOptions, RunResult } from './types.js';
@@ -33,6 +35,8 @@ export interface PreparedRun {
   /** A run directory without a checkpoint, started again from step 0. */
   readonly restart: boolean;
   readonly hash: string;
+  /** The run's models by content (see ./models.ts): recorded in each checkpoint. */
+  readonly models: ModelRecord;
   readonly backend: BackendName;
   readonly task: TaskSetup;
   readonly trainer: TrainerHandle;
@@ -63,7 +67,8 @@ export async function buildRun(options: RunOptions): Promise<PreparedRun> {
   const restart = options.restartIn !== undefined && !resume;
   const runDir = resume ? resume.runDir : options.restartIn !== undefined ? path.resolve(options.restartIn) : defaultRunDir(config);
   await checkRunDir(runDir, config, { resume: resume !== undefined, restart, outOption: options.outOption ?? 'output.dir', log });
-  const hash = runConfigHash(config);
+  // A resume keeps the hash of the model paths the run started with (the models may have moved).
+  const hash = resume ? resume.configHash : runConfigHash(config);
   const backend = await initBackend(config.backend);
 
   const task = await setupRunTask(config, log);
@@ -90,7 +95,9 @@ export async function buildRun(options: RunOptions): Promise<PreparedRun> {
     if (resume && startStep !== resume.step) {
       throw new CheckpointError(`run_state.json says step ${resume.step} but the trainer state's cursor is at step ${startStep}`, resume.checkpoint);
     }
-    return { config, runDir, resume, restart, hash, backend, task, trainer, counter, metrics, totalSteps, startStep, t0, elapsedBefore: resume?.elapsedS ?? 0, tokensBefore: resume?.tokens ?? 0, log, close };
+    // Read once the models have loaded (a missing folder is named by the loader first).
+    const models = resume ? resume.models : await recordModels(config);
+    return { config, runDir, resume, restart, hash, models, backend, task, trainer, counter, metrics, totalSteps, startStep, t0, elapsedBefore: resume?.elapsedS ?? 0, tokensBefore: resume?.tokens ?? 0, log, close };
   } catch (err) {
     await close();
     throw err;
@@ -118,13 +125,19 @@ export async function alreadyComplete(run: PreparedRun): Promise<RunResult | nul
 
 /**
  * Opens the run directory for this session: config.yaml and run.json, metrics.jsonl (a resumed
- * run's cut back to its checkpoint) with the run/* header row, and the opening console lines.
+ * run's cut back to its checkpoint) with the run/* header row, the TensorBoard event file when
+ * logging.tensorboard is on (made to match metrics.jsonl), and the opening console lines.
  */
 export async function openRun(run: PreparedRun): Promise<void> {
   const { config, runDir, resume, hash, backend, trainer, metrics, totalSteps, startStep: step, log } = run;
   await prepareRunDir(runDir, config, { resume, restart: run.restart, hash, backend, step, totalSteps, log });
   run.counter.total = run.tokensBefore;
   metrics.open(await openMetricsLog(runDir, resume), run.tokensBefore);
+  if (config.logging.tensorboard) {
+    // The event file is made to hold what metrics.jsonl now holds, then follows it row by row.
+    const tb = TensorBoardWriter.open(path.join(runDir, RUN_FILES.tensorboard), { rows: metrics.rows() });
+    metrics.mirrorTo((row) => tb.writeRow(row));
+  }
   metrics.write(trainer.envSteps, {
     'run/backend': backend,
     'run/seed': config.seed,

@@ -8,11 +8,12 @@ import * as path from 'node:path';
 import { CheckpointError, listCheckpoints, verifyCheckpoint, MANIFEST_FILE } from '../../src/checkpoint/atomic.js';
 import { OPTIMIZER_STATE_FILE, readTrainerState, TRAINER_STATE_FILE } from '../../src/checkpoint/state.js';
 import { stableStringify } from '../../src/config/hash.js';
-import { runConfigIdentity } from '../../src/config/schema.js';
+import { parseRunConfig, runConfigIdentity } from '../../src/config/schema.js';
 import { agentDir, agentDirName } from '../../trainers/core/save.js';
 import type { RunConfig } from '../schemas.js';
 import { CHECKPOINT_CONFIG_FILE, RUN_STATE_FILE } from './checkpoints.js';
 import { readRunJson, type EvalSummary } from './evaluation.js';
+import { checkRecordedModels, configWithRecordedPaths, recordedPaths, recordModels, type ModelRecord } from './models.js';
 import { isNonEmptyRun, RUN_FILES, runConfigHash } from './run-dir.js';
 
 /** A verified checkpoint to resume from. */
@@ -23,6 +24,10 @@ export interface ResumePoint {
   readonly metricsRows: number;
   readonly elapsedS: number;
   readonly tokens: number;
+  /** The run's config hash, over the model paths the run started with (see ./models.ts). */
+  readonly configHash: string;
+  /** The run's models, checked against the ones at this config's paths: what new checkpoints record. */
+  readonly models: ModelRecord;
 }
 
 /** `--resume` of a run directory that holds no checkpoint yet (the run stopped before its first one). */
@@ -66,7 +71,6 @@ export async function resolveResume(dir: string, config: RunConfig): Promise<Res
     checkpoint = found[0];
     runDir = abs;
   }
-  const hash = runConfigHash(config);
   if (!existsSync(checkpoint)) throw new CheckpointError('checkpoint directory not found', checkpoint);
   // The pieces exact resume cannot do without, named before the generic manifest check.
   const required: [string, string][] = [
@@ -78,6 +82,11 @@ export async function resolveResume(dir: string, config: RunConfig): Promise<Res
   for (const [file, what] of required) {
     if (!existsSync(path.join(checkpoint, file))) throw new CheckpointError(`damaged checkpoint: missing ${what}: ${file}`, checkpoint);
   }
+  // The hash covers the model paths the run started with (recorded in the checkpoint); the models
+  // at this config's paths are compared by content below, once every file is verified.
+  const recorded = recordedPaths(readJsonOrUndefined(path.join(checkpoint, RUN_STATE_FILE)), readJsonOrUndefined(path.join(checkpoint, CHECKPOINT_CONFIG_FILE)));
+  const hashConfig = recorded === undefined ? config : configWithRecordedPaths(config, 'record' in recorded ? recorded.record : legacyRecord(recorded.legacy));
+  const hash = runConfigHash(hashConfig);
   try {
     await verifyCheckpoint(checkpoint, { configHash: hash });
   } catch (err) {
@@ -86,7 +95,7 @@ export async function resolveResume(dir: string, config: RunConfig): Promise<Res
       let detail = '';
       try {
         const saved = JSON.parse(readFileSync(path.join(checkpoint, CHECKPOINT_CONFIG_FILE), 'utf8')) as Record<string, unknown>;
-        const diffs = flatDiff(stripIdentity(saved), runConfigIdentity(config));
+        const diffs = flatDiff(savedIdentity(saved), runConfigIdentity(hashConfig));
         if (diffs.length > 0) detail = `; differing keys: ${diffs.slice(0, 8).join('; ')}`;
       } catch {
         // The hash comparison alone already refused it.
@@ -96,6 +105,7 @@ export async function resolveResume(dir: string, config: RunConfig): Promise<Res
     if (err instanceof CheckpointError) throw new CheckpointError(`damaged checkpoint: ${err.message.replace(/ \(checkpoint: .*\)$/, '')}`, checkpoint);
     throw err;
   }
+  const models = recorded === undefined ? await recordModels(config) : await checkRecordedModels(config, recorded, checkpoint);
   // Loads (and checks) the trainer and optimizer state now, so a missing piece is refused before any write.
   await readTrainerState(checkpoint);
   const rsPath = path.join(checkpoint, RUN_STATE_FILE);
@@ -118,12 +128,42 @@ export async function resolveResume(dir: string, config: RunConfig): Promise<Res
     metricsRows: rs.metrics_rows,
     elapsedS: typeof rs.elapsed_s === 'number' ? rs.elapsed_s : 0,
     tokens: typeof rs.tokens === 'number' ? rs.tokens : 0,
+    configHash: hash,
+    models,
   };
+}
+
+/** A legacy checkpoint's model paths as a record without identities (for the hash only). */
+function legacyRecord(paths: ReadonlyMap<string, string>): ModelRecord {
+  return Object.fromEntries([...paths].map(([k, p]) => [k, { path: p, identity: null }]));
+}
+
+/** A JSON file's content, or undefined when it is missing or not JSON (the manifest check names that). */
+function readJsonOrUndefined(file: string): unknown {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as unknown;
+  } catch {
+    return undefined;
+  }
+}
+
+/**
+ * The identity part of a checkpoint's config.json, as {@link runConfigIdentity} makes it (so that
+ * fields it leaves out at their defaults are not listed as differences); the document minus the
+ * settings outside the identity when it no longer parses.
+ */
+function savedIdentity(doc: Record<string, unknown>): Record<string, unknown> {
+  try {
+    return runConfigIdentity(parseRunConfig(doc));
+  } catch {
+    return stripIdentity(doc);
+  }
 }
 
 function stripIdentity(doc: Record<string, unknown>): Record<string, unknown> {
   const out = { ...doc };
   delete out.output;
+  delete out.logging;
   delete out.backend;
   delete out.memory;
   return out;

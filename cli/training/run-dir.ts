@@ -7,6 +7,7 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { configHash } from '../../src/config/hash.js';
 import { runConfigIdentity } from '../../src/config/schema.js';
+import { displayPath } from '../display-path.js';
 import type { RunConfig } from '../schemas.js';
 
 /** Files of a run directory. */
@@ -14,6 +15,8 @@ export const RUN_FILES = {
   config: 'config.yaml',
   run: 'run.json',
   metrics: 'metrics.jsonl',
+  /** TensorBoard event files (logging.tensorboard). */
+  tensorboard: 'tensorboard',
   eval: 'eval.json',
   checkpoints: 'checkpoints',
   final: 'final',
@@ -27,7 +30,7 @@ export function runDirConfigFile(runDir: string): string {
   return path.join(runDir, RUN_FILES.config);
 }
 
-/** The hash stored in checkpoints: the config minus output, backend and memory. */
+/** The hash stored in checkpoints: the config minus output, backend and memory. A resumed run keeps the hash over the model paths it started with (./models.ts). */
 export function runConfigHash(config: RunConfig): string {
   return configHash(runConfigIdentity(config));
 }
@@ -44,6 +47,16 @@ function timestamp(): string {
   const d = new Date();
   const p = (n: number) => String(n).padStart(2, '0');
   return `${d.getFullYear()}${p(d.getMonth() + 1)}${p(d.getDate())}-${p(d.getHours())}${p(d.getMinutes())}${p(d.getSeconds())}`;
+}
+
+/**
+ * The command that continues a run from `checkpointDir` when it is one of a run's checkpoints
+ * (`RUN/checkpoints/step-N`): `comlrl train --resume RUN`; undefined for any other folder (final/).
+ */
+export function resumeCommandFor(checkpointDir: string): string | undefined {
+  const parent = path.dirname(checkpointDir);
+  if (path.basename(parent) !== RUN_FILES.checkpoints) return undefined;
+  return `comlrl train --resume ${displayPath(path.dirname(parent))}`;
 }
 
 /** The run directory of a config: `output.dir`, else `runs/<task>-<trainer>-<timestamp>`. */

@@ -46,7 +46,7 @@ export async function trainRun(run: PreparedRun, options: Pick<RunOptions, 'stop
 
   const stats = new RewardStats();
   const checkpointer = new Checkpointer(
-    { runDir, checkpointsDir: path.join(runDir, RUN_FILES.checkpoints), config, hash: run.hash, trainer, metrics: run.metrics, counter: run.counter, elapsedSeconds: () => run.elapsedBefore + (performance.now() - run.t0) / 1000 },
+    { runDir, checkpointsDir: path.join(runDir, RUN_FILES.checkpoints), config, hash: run.hash, models: run.models, trainer, metrics: run.metrics, counter: run.counter, elapsedSeconds: () => run.elapsedBefore + (performance.now() - run.t0) / 1000 },
     resume ? run.startStep : -1,
   );
   const end: { reason?: TrainEndReason } = {};

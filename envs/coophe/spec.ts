@@ -10,6 +10,7 @@ import { loadCoopHERows, paperSplits } from '../../src/data/tasks.js';
 import { passAtKMetrics, requireDatasetPath } from '../../src/tasks/metrics.js';
 import { defineTask, type PlayedEpisode } from '../../src/tasks/spec.js';
 import { mean } from '../../src/util/stats.js';
+import { coopHECentralizedAdapter } from './centralized.js';
 import { CoopHEEnv } from './index.js';
 
 /** The follow-up modes (`external.mode`). */
@@ -110,6 +111,8 @@ export const taskSpec = defineTask({
       evalCallbacks: [(eps) => coopHEMetrics(eps.map((e) => [e]), [1])],
       paperMetrics: (samples, ks) => coopHEMetrics(samples, ks),
       close: async () => {},
+      // CentralizedMAGRPO: one policy writes aux and the entry point, in <auxiliary> and <main>.
+      centralized: coopHECentralizedAdapter,
     };
   },
 });

@@ -10,6 +10,7 @@ import { loadHouseBuildTasks, paperSplits } from '../../src/data/tasks.js';
 import { lastInfo, lastRawReward } from '../../src/tasks/metrics.js';
 import { defineTask, type PlayedEpisode } from '../../src/tasks/spec.js';
 import { mean } from '../../src/util/stats.js';
+import { houseBuildCentralizedAdapter } from './centralized.js';
 import { HouseBuildEnv } from './index.js';
 
 const int = (key: string, min: number) =>
@@ -101,6 +102,8 @@ export const taskSpec = defineTask({
       evalCallbacks: [(eps) => metrics(eps)],
       paperMetrics: (samples) => metrics(samples.flat()),
       close: async () => {},
+      // CentralizedMAGRPO: one policy writes both builders' commands, in <agent_0> and <agent_1>.
+      centralized: houseBuildCentralizedAdapter,
     };
   },
 });

@@ -56,13 +56,22 @@ export function checkpointWriteActive(): boolean {
   return activeWrites > 0;
 }
 
+/** The folders being written right now (each write's final name), oldest first. */
+const activeTargets: string[] = [];
+
+/** The folders (checkpoints, final/) this process is writing right now, by their final names. */
+export function checkpointWritesInProgress(): readonly string[] {
+  return [...activeTargets];
+}
+
 /** Resolves once no checkpoint write is under way (at once when none is). */
 export function checkpointWritesIdle(): Promise<void> {
   if (activeWrites === 0) return Promise.resolve();
   return new Promise((resolve) => idleWaiters.push(resolve));
 }
 
-function endWrite(): void {
+function endWrite(target: string): void {
+  activeTargets.splice(activeTargets.indexOf(target), 1);
   activeWrites--;
   if (activeWrites === 0) {
     const waiters = idleWaiters;
@@ -119,6 +128,7 @@ export async function writeCheckpointAtomically(
   await fs.mkdir(parent, { recursive: true });
   const tmp = path.join(parent, `.${path.basename(finalDir)}.tmp-${process.pid}-${Date.now()}`);
   activeWrites++;
+  activeTargets.push(finalDir);
   try {
     await fs.rm(tmp, { recursive: true, force: true });
     await fs.mkdir(tmp, { recursive: true });
@@ -149,7 +159,7 @@ export async function writeCheckpointAtomically(
     await fs.rm(tmp, { recursive: true, force: true });
     throw err;
   } finally {
-    endWrite();
+    endWrite(finalDir);
   }
 }
 

@@ -1,2 +1,3 @@
 export * from './atomic.js';
 export * from './state.js';
+export * from './model-identity.js';

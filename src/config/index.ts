@@ -2,3 +2,4 @@ export * from './hash.js';
 export * from './schema.js';
 export * from './load.js';
 export * from './trainers.js';
+export * from './paths.js';

@@ -2,8 +2,10 @@
  * Reading config files (YAML or JSON) and `--set key.path=value` overrides.
  */
 import { readFileSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import { parseDocument } from 'yaml';
 import { decodeUtf8, describeUtf8Problem } from '../data/utf8.js';
+import { resolveDocumentPaths, resolveRunConfigPaths } from './paths.js';
 import { ConfigError, parseRunConfig, type RunConfig, type RunConfigSchemas } from './schema.js';
 
 /**
@@ -109,8 +111,25 @@ export function applyOverrides(doc: Record<string, unknown>, overrides: readonly
   return out;
 }
 
-/** Reads, overrides and validates a config file in one call (`schemas`: see {@link parseRunConfig}). */
-export function loadRunConfig(file: string, overrides: readonly string[], schemas?: RunConfigSchemas): RunConfig {
-  const doc = applyOverrides(readConfigFile(file), overrides);
-  return parseRunConfig(doc, schemas, file);
+/** Options of {@link loadRunConfig}. */
+export interface LoadRunConfigOptions {
+  /**
+   * The folder the file's relative model and data paths are relative to (default: the file's
+   * own folder). A run directory's config.yaml written before paths were made absolute holds
+   * them relative to the directory the run was started from: its reader passes that.
+   */
+  readonly baseDir?: string;
+}
+
+/**
+ * Reads, overrides and validates a config file in one call (`schemas`: see {@link parseRunConfig}).
+ * Relative model and data paths (`model.agent_model`, `model.agents`, `model.critic_model`,
+ * `model.critics`, `model.reference_model`, `dataset.path`, `dataset.eval_path`) are made
+ * absolute: those in the file against its folder (see {@link LoadRunConfigOptions.baseDir}),
+ * those of `--set` overrides against the working directory.
+ */
+export function loadRunConfig(file: string, overrides: readonly string[], schemas?: RunConfigSchemas, options: LoadRunConfigOptions = {}): RunConfig {
+  const fromFile = resolveDocumentPaths(readConfigFile(file), options.baseDir ?? dirname(resolve(file)));
+  const doc = applyOverrides(fromFile, overrides);
+  return resolveRunConfigPaths(parseRunConfig(doc, schemas, file), process.cwd());
 }

@@ -13,6 +13,7 @@ import { DEFAULT_MEMORY_SETTINGS, parseBytes, type MemorySettings } from '../mem
 import { loraSectionSchema } from '../model/lora/config.js';
 import { findTask, registeredTasks, taskNames } from '../tasks/registry.js';
 import { stableStringify } from './hash.js';
+import { ignoredSettingIssues } from './ignored.js';
 import { findTrainerSection, LATER_TRAINER_FIELD_DEFAULTS, parseTrainerSection, registeredTrainerSections, trainerSectionNames, type TrainerSectionFields } from './trainers.js';
 
 /**
@@ -159,6 +160,11 @@ const outputSchema = z.strictObject({
   eval_before_after: bool('output.eval_before_after').default(true),
 });
 
+const loggingSchema = z.strictObject({
+  /** Also write the metrics as TensorBoard event files in `<run>/tensorboard/`. */
+  tensorboard: bool('logging.tensorboard').default(false),
+});
+
 const size = (key: string) =>
   z.union([z.number(), z.string()], { error: `${key} must be a size in bytes (a number, or a string such as 3.5GiB or 800MB)` }).transform((v, ctx) => {
     try {
@@ -217,6 +223,8 @@ const topSchema = z.strictObject({
   reward_processor: rewardProcessorSchema.optional(),
   task: taskOptionsSchema.optional(),
   output: outputSchema.optional(),
+  /** Where the metrics go besides metrics.jsonl (see README "Logging"). */
+  logging: loggingSchema.optional(),
   /** How training and generation bound their memory (see README "Memory"). */
   memory: memorySchema.optional(),
   /** The run seed: the trainer's random streams (and HouseBuild's spider draw unless task.rpg_seed). */
@@ -237,6 +245,8 @@ export type RewardProcessorSection = z.output<typeof rewardProcessorSchema>;
 export type TaskOptionsSection = Readonly<Record<string, unknown>>;
 /** The output section after defaults. */
 export type OutputSection = z.output<typeof outputSchema>;
+/** The logging section after defaults. */
+export type LoggingSection = z.output<typeof loggingSchema>;
 
 /** What every run config holds besides its trainer section. */
 export interface RunConfigSections {
@@ -246,6 +256,7 @@ export interface RunConfigSections {
   readonly rewardProcessor: RewardProcessorSection;
   readonly task: TaskOptionsSection;
   readonly output: OutputSection;
+  readonly logging: LoggingSection;
   readonly memory: MemorySection;
   readonly seed: number;
   readonly backend: BackendChoice | undefined;
@@ -317,6 +328,7 @@ const ALLOWED_KEYS: Record<string, readonly string[]> = {
   'model.lora': Object.keys(loraSectionSchema.shape),
   'model.critic_lora': Object.keys(loraSectionSchema.shape),
   output: Object.keys(outputSchema.shape),
+  logging: Object.keys(loggingSchema.shape),
   memory: Object.keys(memorySchema.shape),
 };
 
@@ -365,7 +377,9 @@ function sectionChoices(): string {
  * the task's modes, an `external` or `task:` key another task reads is an error naming that task,
  * and the `task:` section is parsed by the task's own options schema;
  * sampling values in `model` fill trainer fields the trainer section leaves unset; the top-level
- * `seed` sets the trainer's `seed` (setting both to different values is an error).
+ * `seed` sets the trainer's `seed` (setting both to different values is an error); a value the run
+ * would ignore (critic models with CoLLM-DC's shared heads, `save_merged` without a final model,
+ * ...: ./ignored.ts) is an error naming it.
  *
  * @param schemas optional, as callers passed the built-in trainers' schemas before the registry
  *   held them: each must be the one registered under its name (else an Error).
@@ -471,6 +485,7 @@ export function parseRunConfig(raw: unknown, schemas?: RunConfigSchemas, source?
   if (!parsedSection.success) {
     issues.push(...zodIssues(parsedSection.error, section, (p) => (p === section ? Object.keys(objectShape(spec.schema)) : undefined)));
   }
+  if (parsedSection.success) issues.push(...ignoredSettingIssues({ spec, section, trainerConfig: parsedSection.data, model, output: cfg.output ?? outputSchema.parse({}) }));
   if (issues.length > 0 || !parsedSection.success) throw new ConfigError(issues, source);
   const trainerConfig = parsedSection.data;
   return {
@@ -482,6 +497,7 @@ export function parseRunConfig(raw: unknown, schemas?: RunConfigSchemas, source?
     rewardProcessor: cfg.reward_processor ?? rewardProcessorSchema.parse({}),
     task: taskOptions,
     output: cfg.output ?? outputSchema.parse({}),
+    logging: cfg.logging ?? loggingSchema.parse({}),
     memory: cfg.memory ?? memorySchema.parse({}),
     seed: trainerConfig.seed,
     backend: cfg.backend,
@@ -570,6 +586,7 @@ export function runConfigToDocument(config: RunConfig): Record<string, unknown> 
     reward_processor: config.rewardProcessor,
     task: config.task,
     output: config.output,
+    logging: config.logging,
     memory: config.memory,
     seed: config.seed,
   };
@@ -578,14 +595,15 @@ export function runConfigToDocument(config: RunConfig): Record<string, unknown> 
 }
 
 /**
- * The part of a config that decides what a run computes: everything but `output` (where and how
- * often it writes), `backend` and `memory` (how passes are split; a change may move results by
+ * The part of a config that decides what a run computes: everything but `output` and `logging`
+ * (where and how often it writes), `backend` and `memory` (how passes are split; a change may move results by
  * float rounding, and lowering memory after an out-of-memory stop must stay possible). Its hash is stored in checkpoints; resuming with a config whose
  * identity differs is refused.
  */
 export function runConfigIdentity(config: RunConfig): Record<string, unknown> {
   const doc = runConfigToDocument(config);
   delete doc.output;
+  delete doc.logging;
   delete doc.backend;
   delete doc.memory;
   // Fields added later, at their defaults, are left out: older checkpoints keep their hash.

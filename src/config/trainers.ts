@@ -6,6 +6,7 @@
  * trainers/); `comlrl/trainers` and the CLI register the built-in ones as they load.
  */
 import { z } from 'zod';
+import { lrScheduleIssues } from '../optim/schedule.js';
 
 /**
  * The fields every trainer section has once its schema parsed it: what the CLI, `eval` and the
@@ -42,6 +43,19 @@ export interface TrainerSectionSpec {
   readonly schema: z.ZodType<TrainerSectionFields>;
   /** Whether it trains critics: without, the config's critic keys (`model.critics`, ...) are errors. */
   readonly usesCritics: boolean;
+  /**
+   * Whether it always scores against each agent's frozen reference (MADPO's DPO loss), reference KL
+   * or not: the CLI then loads the references (`model.reference_model`, else under full fine-tuning
+   * the agents' starting weights) as it does for `reference_kl_enabled`.
+   */
+  readonly usesReference?: boolean;
+  /**
+   * For a trainer that `usesCritics`: when its parsed section trains no critic model of its own
+   * (CoLLM-DC's `use_separate_critic: false` puts value heads on the actors), the section field
+   * that says so and what it means; the critic keys of `model` are then errors naming that field,
+   * never silently ignored. Undefined: the section has critic models.
+   */
+  criticModelsOff?(section: TrainerSectionFields): { readonly field: string; readonly means: string } | undefined;
 }
 
 /**
@@ -60,7 +74,16 @@ export const REFERENCE_KL_DEFAULTS = {
  * whose value equals its default is left out of the config identity (`runConfigIdentity`), so a
  * checkpoint written before the field existed keeps its config hash and still resumes.
  */
-export const LATER_TRAINER_FIELD_DEFAULTS: Readonly<Record<string, unknown>> = { ...REFERENCE_KL_DEFAULTS };
+export const LATER_TRAINER_FIELD_DEFAULTS: Readonly<Record<string, unknown>> = {
+  ...REFERENCE_KL_DEFAULTS,
+  // Learning-rate schedules (README "Learning-rate schedules"): the default is no schedule.
+  lr_scheduler_type: 'constant',
+  warmup_steps: 0,
+  warmup_ratio: 0,
+  critic_lr_scheduler_type: null,
+  critic_lr_warmup_steps: null,
+  critic_lr_warmup_ratio: null,
+};
 
 /** Top-level config keys a trainer section may not take. */
 const RESERVED_SECTIONS = new Set(['model', 'dataset', 'external', 'reward_processor', 'task', 'output', 'memory', 'seed', 'backend']);
@@ -107,11 +130,16 @@ export function trainerSectionNames(): [string, TrainerSectionSpec][] {
 const parsedBy = new WeakMap<object, z.ZodType>();
 
 /**
- * Parses a trainer section with `schema` (zod's `safeParse`, reporting inputs) and remembers the
+ * Parses a trainer section with `schema` (zod's `safeParse`, reporting inputs), refuses a warmup
+ * that a `constant` learning-rate schedule would ignore (`lrScheduleIssues`), and remembers the
  * result as that schema's output (see {@link wasParsedBy}).
  */
 export function parseTrainerSection<S extends z.ZodType>(schema: S, input: unknown): z.ZodSafeParseResult<z.output<S>> {
-  const r = schema.safeParse(input, { reportInput: true });
+  // Checked here rather than as a refinement in each schema: a refined object schema cannot be `.extend`ed.
+  const checked = schema.superRefine((data, ctx) => {
+    for (const { key, value, message } of lrScheduleIssues(data)) ctx.addIssue({ code: 'custom', path: [key], message, input: value });
+  });
+  const r = checked.safeParse(input, { reportInput: true });
   if (r.success && r.data !== null && typeof r.data === 'object') parsedBy.set(r.data, schema);
   return r;
 }

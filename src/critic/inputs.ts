@@ -50,11 +50,12 @@ export function formatCriticNumber(x: number): string {
   return Object.is(r, -0) ? '0' : String(r);
 }
 
-/** The `[Global Info]` line for m_t: 1-based turn, horizon, last reward and (if known) its maximum. */
+/** The `[Global Info]` line for m_t: 1-based turn, horizon, last reward, (if known) its maximum, and the task's progress when it gives one. */
 export function formatGlobalInfo(m: GlobalInfo): string {
   const last = m.lastReward === null ? 'none' : formatCriticNumber(m.lastReward);
   const max = m.maxReward === null ? '' : ` (max ${formatCriticNumber(m.maxReward)})`;
-  return `[Global Info] turn ${m.turn + 1} of ${m.numTurns}; last reward: ${last}${max}`;
+  const progress = m.progress ? `; ${m.progress}` : '';
+  return `[Global Info] turn ${m.turn + 1} of ${m.numTurns}; last reward: ${last}${max}${progress}`;
 }
 
 /** One earlier turn of the joint history, for a centralized critic. */

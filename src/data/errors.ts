@@ -4,7 +4,7 @@ export interface DatasetErrorLocation {
   file: string;
   /** Split name, when the file holds several. */
   split?: string;
-  /** 0-based row index within the split (before any slice). */
+  /** Row number within the split, counted from 1 as a reader counts rows (before any slice: `train[2:]` starts at row 3). */
   row?: number;
   /** Dotted path of the offending field inside the row. */
   field?: string;

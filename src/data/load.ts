@@ -19,12 +19,12 @@ export interface LoadRowsOptions<T> {
 /**
  * Loads rows from a local JSON, JSONL or Parquet file (or a hub-layout directory of them), selects
  * the split slice and validates each selected row.
- * @throws DatasetError naming file, split, row index (within the split) and field.
+ * @throws DatasetError naming file, split, row number (from 1, within the split) and field.
  */
 export async function loadRows<T>(path: string, options: LoadRowsOptions<T>): Promise<T[]> {
   const table = await readRawTable(path, options.format);
   const selected = selectSplit(table, options.split);
-  return selected.map(({ split, index, row }) => validateRow(options.schema, row, { file: table.file, split, row: index }));
+  return selected.map(({ split, index, row }) => validateRow(options.schema, row, { file: table.file, split, row: index + 1 }));
 }
 
 interface SelectedRow {

@@ -52,7 +52,7 @@ async function readUtf8(file: string, rowOfLine?: (bytes: Uint8Array, line: numb
   throw new DatasetError({ file, ...(row !== undefined ? { row } : {}) }, describeUtf8Problem(r.problem));
 }
 
-/** The JSONL row on a 1-based line: blank lines before it hold no row. */
+/** The JSONL row number (from 1) on a 1-based line: blank lines before it hold no row. */
 function jsonlRowOfLine(bytes: Uint8Array, line: number): number {
   let row = 0;
   let l = 1;
@@ -67,7 +67,7 @@ function jsonlRowOfLine(bytes: Uint8Array, line: number): number {
       blank = false;
     }
   }
-  return row;
+  return row + 1;
 }
 
 async function readJson(file: string): Promise<RawTable> {
@@ -101,7 +101,7 @@ async function readJsonl(file: string): Promise<unknown[]> {
     try {
       rows.push(JSON.parse(lines[i]));
     } catch (e) {
-      throw new DatasetError({ file, row: rows.length }, `line ${i + 1}: invalid JSON: ${(e as Error).message}`);
+      throw new DatasetError({ file, row: rows.length + 1 }, `line ${i + 1}: invalid JSON: ${(e as Error).message}`);
     }
   }
   return rows;

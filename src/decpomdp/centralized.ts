@@ -145,3 +145,25 @@ export function taggedRolesAdapter<S>(options: TaggedRolesOptions = {}): Central
     },
   };
 }
+
+/** The tags of role i in CoMLRL's generic centralized protocol: `<agent_i>` … `</agent_i>` (0-based). */
+export function indexedRoleTags(role: number): { open: string; close: string } {
+  return { open: `<agent_${role}>`, close: `</agent_${role}>` };
+}
+
+/**
+ * CoMLRL's generic centralized parse (its tagged adapter): role i's response is the text between
+ * the first `<agent_i>` and the next `</agent_i>` after it (tags matched case-insensitively, with
+ * spaces allowed inside the brackets), trimmed; a role without its section gets ''. A completion
+ * with no role's section at all does not parse (null: every role then responds with '').
+ */
+export function parseIndexedRoleSections(completion: string, numRoles: number): string[] | null {
+  const out: string[] = [];
+  let found = false;
+  for (let i = 0; i < numRoles; i++) {
+    const section = new RegExp(`<\\s*agent_${i}\\s*>([\\s\\S]*?)<\\s*/\\s*agent_${i}\\s*>`, 'i').exec(completion);
+    if (section !== null) found = true;
+    out.push(section !== null ? section[1].trim() : '');
+  }
+  return found ? out : null;
+}

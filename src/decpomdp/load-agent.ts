@@ -1,5 +1,6 @@
 import * as path from 'node:path';
 import { loadCausalLM, type LoadCausalLMOptions } from '../model/load.js';
+import { checkTokenizerFitsModel } from '../tokenizer/check.js';
 import { loadTokenizer } from '../tokenizer/load.js';
 import type { Agent, ChatFormat } from './agent.js';
 
@@ -21,6 +22,13 @@ export async function loadAgent(
   const lora: LoadCausalLMOptions = {};
   if (options.adapter !== undefined) lora.adapter = options.adapter;
   if (options.lora !== undefined) lora.lora = options.lora;
-  const [model, tokenizer] = await Promise.all([loadCausalLM(dir, lora), loadTokenizer(options.tokenizerDir ?? dir)]);
+  const tokenizerDir = options.tokenizerDir ?? dir;
+  const [model, tokenizer] = await Promise.all([loadCausalLM(dir, lora), loadTokenizer(tokenizerDir)]);
+  try {
+    checkTokenizerFitsModel(tokenizer, model.vocabSize, tokenizerDir);
+  } catch (err) {
+    model.dispose();
+    throw err;
+  }
   return { name: options.name ?? path.basename(path.resolve(dir)), model, tokenizer, chat: options.chat ?? false };
 }

@@ -14,6 +14,11 @@ export interface GlobalInfo {
   lastReward: number | null;
   /** Largest attainable reward per turn, for scaling (null if unknown). */
   maxReward: number | null;
+  /**
+   * Optional task progress for the critic's m_t (the paper's §5.2 global information), e.g.
+   * `hits 2; slot 0`; rendered after the reward. Absent: m_t is turn and reward only.
+   */
+  progress?: string | null;
 }
 
 /** Result of one joint step. */

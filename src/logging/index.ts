@@ -1,4 +1,4 @@
-/** Metrics as JSONL, console summaries, a progress bar, plots (vega-lite → SVG → PNG) and memory figures. */
+/** Metrics as JSONL and TensorBoard event files, console summaries, a progress bar, plots (vega-lite → SVG → PNG) and memory figures. */
 export { MetricsLogger, readMetrics } from './metrics.js';
 export type { MetricValue, MetricsRow, MetricsLoggerOptions } from './metrics.js';
 export { formatSummary, formatNumber, formatValue, formatBytes, formatDuration } from './format.js';
@@ -8,4 +8,8 @@ export type { ProgressBarOptions, ProgressStream } from './progress.js';
 export { writePlots, buildPlotSpec, collectPoints, splitMetricKey, renderSvg, svgToPng, REWARD_METRIC_PATTERN } from './plots.js';
 export type { PlotOptions, PlotFiles, PlotPoint } from './plots.js';
 export { peakMemory, sampleMemory } from './memory.js';
+export { TensorBoardWriter, encodeScalarEvent, encodeFileVersionEvent, scalarsOf, EVENT_FILE_VERSION, EVENT_FILE_PREFIX } from './tensorboard.js';
+export type { TensorBoardScalar, TensorBoardWriterOptions } from './tensorboard.js';
+export { crc32c, maskCrc, frameRecord, readRecords, RECORD_OVERHEAD } from './tfrecord.js';
+export type { TFRecord } from './tfrecord.js';
 export type { MemoryReport } from './memory.js';

@@ -8,7 +8,7 @@
  * It writes nothing into the model and keeps no state.
  */
 import * as tf from '@tensorflow/tfjs';
-import { torchOnGpu } from '../backend/index.js';
+import { torchBf16SavedBytes, torchOnGpu } from '../backend/index.js';
 import { MemoryBudgetError } from './errors.js';
 import { decoderShape, generationBytes, passBytes, variableBytes, type DecoderShape } from './estimate.js';
 import { ramState, reclaimHostMemory, type RamState } from './machine.js';
@@ -56,9 +56,12 @@ export interface MicroBatchPlan<R> {
   readonly pass: PassMemory;
 }
 
-/** Tensor bytes held right now (0 before a backend is set). */
+/**
+ * Tensor bytes held right now (0 before a backend is set): tfjs's count, less what a frozen base
+ * held in bfloat16 on torch does not take (tfjs counts those weights as float32).
+ */
 export function heldTensorBytes(): number {
-  return (tf.getBackend() as string | null | undefined) ? tf.memory().numBytes : 0;
+  return (tf.getBackend() as string | null | undefined) ? tf.memory().numBytes - torchBf16SavedBytes() : 0;
 }
 
 /** Bytes new tensors may take now, and what bounds them. */

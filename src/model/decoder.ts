@@ -1,5 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
 import { gatherRows, linear, tidyKeep } from '../backend/index.js';
+import { rmsNorm, siluMul } from '../backend/fused.js';
 import { blockedAttention, stepAttention, type AttentionMask } from './attention.js';
 import type { HeadWeight } from './lm-head.js';
 import type { DecoderConfig } from './config.js';
@@ -69,12 +70,6 @@ export interface LoraDelta {
   beginPass(): void;
   /** Training passes begun so far: which dropout masks a pass uses (recomputation replays one). */
   dropoutPasses: number;
-}
-
-/** RMSNorm over the last axis: x / sqrt(mean(x²) + eps) · weight. */
-export function rmsNorm<T extends tf.Tensor>(x: T, weight: tf.Tensor1D, eps: number): T {
-  const ms = tf.mean(tf.square(x), -1, true);
-  return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), weight);
 }
 
 /**
@@ -241,7 +236,7 @@ export class Decoder {
   private mlp(p: string, x: tf.Tensor2D, frozen: FrozenWeights | undefined): tf.Tensor2D {
     const gate = this.proj(`${p}mlp.gate_proj.weight`, x, frozen);
     const up = this.proj(`${p}mlp.up_proj.weight`, x, frozen);
-    const act = tf.mul(tf.mul(gate, tf.sigmoid(gate)), up) as tf.Tensor2D;
+    const act = siluMul(gate, up);
     return this.proj(`${p}mlp.down_proj.weight`, act, frozen);
   }
 

@@ -5,7 +5,7 @@ import { activeBackend, initBackend } from '../backend/index.js';
 import { TfCausalLM } from './causal-lm.js';
 import { parseDecoderConfig, parseGenerationEos, type DecoderConfig } from './config.js';
 import { LoraAdapter } from './lora/adapter.js';
-import { acquireFrozenBase, baseKey, FrozenBase, isLayerLinear } from './lora/base.js';
+import { acquireFrozenBase, baseKey, EMBED_KEY, FrozenBase, HEAD_KEY, isLayerLinear } from './lora/base.js';
 import type { LoraSettings } from './lora/config.js';
 import { isAdapterDir, readAdapterDir } from './lora/peft-io.js';
 import { numel, type F32Tensor } from './safetensors.js';
@@ -18,13 +18,25 @@ import { DEFAULT_MEMORY_SETTINGS, offloadsFrozenLayers, type MemorySettings } fr
  * Refuses, before any tensor is made, weights that alone would not fit the memory budget next to
  * the tensors already held (on wasm the allocation would otherwise abort the process).
  */
-function checkWeightsFit(dir: string, weights: ReadonlyMap<string, F32Tensor>, what: string, memory: Readonly<MemorySettings>, resident: (name: string) => boolean = () => true): void {
+function checkWeightsFit(
+  dir: string,
+  weights: ReadonlyMap<string, F32Tensor>,
+  what: string,
+  memory: Readonly<MemorySettings>,
+  resident: (name: string) => boolean = () => true,
+  bytesPerElement: (name: string) => 2 | 4 = () => 4,
+): void {
   let floats = 0;
+  let need = 0;
   // From the shapes: reading `data` would read the file.
-  for (const [name, w] of weights) if (resident(name)) floats += numel(w.shape);
-  const need = floats * 4;
+  for (const [name, w] of weights) {
+    if (!resident(name)) continue;
+    floats += numel(w.shape);
+    need += numel(w.shape) * bytesPerElement(name);
+  }
+  const held = need === floats * 4 ? 'as float32' : 'with the matrix weights in bfloat16';
   const free = freeTensorMemoryFor(need, memory);
-  if (need > free.bytes) throw new MemoryBudgetError(`loading ${what} ${dir} (${(floats / 1e6).toFixed(0)} M parameters as float32)`, need, free.bytes, free.budget, free.ram);
+  if (need > free.bytes) throw new MemoryBudgetError(`loading ${what} ${dir} (${(floats / 1e6).toFixed(0)} M parameters ${held})`, need, free.bytes, free.budget, free.ram);
 }
 
 /** Options of {@link loadCausalLM}. */
@@ -128,10 +140,12 @@ async function loadLora(dir: string, options: LoadCausalLMOptions, memory: Reado
   const key = baseKey(dir, { allowExtraTensors: options.allowExtraTensors ?? false, ...(bfloat16 ? { dtype: 'bfloat16' } : {}) });
   const base = await acquireFrozenBase(key, async () => {
     const c = readCheckpoint(dir, options);
+    // Held in bfloat16: the layers' linear weights and the head (a tied head is the embedding).
+    const halved = (name: string): boolean => bfloat16 && (isLayerLinear(name) || name === HEAD_KEY || (c.cfg.tieWordEmbeddings && name === EMBED_KEY));
     let layerBytes = 0;
-    for (const [name, w] of c.weights) if (isLayerLinear(name)) layerBytes += 4 * numel(w.shape);
+    for (const [name, w] of c.weights) if (isLayerLinear(name)) layerBytes += (halved(name) ? 2 : 4) * numel(w.shape);
     const offloadLayers = offloadsFrozenLayers(layerBytes, memory);
-    checkWeightsFit(dir, c.weights, 'the frozen LoRA base', memory, (name) => !(offloadLayers && isLayerLinear(name)));
+    checkWeightsFit(dir, c.weights, 'the frozen LoRA base', memory, (name) => !(offloadLayers && isLayerLinear(name)), (name) => (halved(name) ? 2 : 4));
     return new FrozenBase(key, dir, c.cfg, c.raw, c.genRaw, c.weights, { offloadLayers, bfloat16 });
   });
   let adapter: LoraAdapter;

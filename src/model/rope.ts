@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
+import { rotary } from '../backend/fused.js';
 import type { RopeScaling } from './config.js';
 
 /**
@@ -62,8 +63,5 @@ export class RotaryTables {
 
 /** Applies RoPE to x [B, heads, S, d] with tables from {@link RotaryTables.tables}. */
 export function applyRotary(x: tf.Tensor4D, cos: tf.Tensor4D, sinSigned: tf.Tensor4D): tf.Tensor4D {
-  const half = x.shape[3] / 2;
-  const [a, b] = tf.split(x, [half, half], 3);
-  const swapped = tf.concat([b, a], 3);
-  return tf.add(tf.mul(x, cos), tf.mul(swapped, sinSigned));
+  return rotary(x, cos, sinSigned);
 }

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
+import { fusedAdamWUpdate } from '../backend/fused.js';
 import { uploadNow } from '../backend/ops.js';
 import { resolveAdamWConfig, type AdamWConfig, type AdamWOptions } from './config.js';
 
@@ -118,6 +119,16 @@ export class AdamW {
       const stepSize = lr / (1 - beta1 ** t);
       const bc2Sqrt = Math.sqrt(1 - beta2 ** t);
       const s = slot;
+      const fused = tf.tidy(() => {
+        const grad = g.dtype === 'float32' ? g : tf.cast(g, 'float32');
+        const out = fusedAdamWUpdate(p, grad, s.m, s.v, { beta1, beta2, eps, lr, weightDecay, stepSize, bc2Sqrt });
+        if (out === null) return false;
+        s.m.assign(out[1]);
+        s.v.assign(out[2]);
+        p.assign(out[0]);
+        return true;
+      });
+      if (fused) return;
       tf.tidy(() => {
         // Each temporary is freed as soon as it is used, and each moment replaced as soon as it is
         // computed: for a 150k-row embedding every one is hundreds of MB, and a dozen alive at once

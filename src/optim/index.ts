@@ -1,4 +1,4 @@
-/** Training primitives: AdamW with torch semantics and global-norm gradient clipping. */
+/** Training primitives: AdamW with torch semantics, global-norm gradient clipping and learning-rate schedules. */
 export { AdamW } from './adamw.js';
 export type { AdamWRestorableState, AdamWState, Gradients, MomentValues, StoredMoment } from './adamw.js';
 export { momentArray } from './adamw.js';
@@ -6,3 +6,5 @@ export { ADAMW_DEFAULTS, adamWConfigSchema, resolveAdamWConfig } from './config.
 export type { AdamWConfig, AdamWOptions } from './config.js';
 export { clipGradNorm, sumOfSquares } from './clip.js';
 export type { ClippedGradients, ClipGradNormOptions } from './clip.js';
+export { LR_SCHEDULER_TYPES, lrFactor, lrScheduleIssues, resolveWarmupSteps, scheduledLr } from './schedule.js';
+export type { LrSchedule, LrScheduleIssue, LrSchedulerType } from './schedule.js';

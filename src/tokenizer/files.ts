@@ -73,6 +73,41 @@ function formatIssue(file: string, issue: z.core.$ZodIssue): string {
   return `${file}: ${field}: ${issue.message}`;
 }
 
+/**
+ * The files of a tokenizer directory a saved model carries (those present are copied byte for
+ * byte by `Tokenizer.save`): what transformers' `AutoTokenizer` and comlrl's `loadTokenizer` read,
+ * slow-tokenizer vocabularies included.
+ */
+export const TOKENIZER_FILE_NAMES: readonly string[] = [
+  'tokenizer.json',
+  'tokenizer_config.json',
+  'special_tokens_map.json',
+  'added_tokens.json',
+  'chat_template.jinja',
+  'chat_template.json',
+  'vocab.json',
+  'merges.txt',
+  'vocab.txt',
+  'tokenizer.model',
+  'spiece.model',
+  'sentencepiece.bpe.model',
+];
+
+/** The bytes of each {@link TOKENIZER_FILE_NAMES} file in `dir`, by name (absent files left out). */
+export async function readTokenizerFileBytes(dir: string): Promise<Map<string, Buffer>> {
+  const out = new Map<string, Buffer>();
+  for (const name of TOKENIZER_FILE_NAMES) {
+    const path = join(dir, name);
+    try {
+      out.set(name, await readFile(path));
+    } catch (e) {
+      if ((e as NodeJS.ErrnoException).code === 'ENOENT') continue;
+      throw new Error(`${path}: cannot read: ${(e as Error).message}`);
+    }
+  }
+  return out;
+}
+
 async function readText(path: string): Promise<string | null> {
   try {
     return await readFile(path, 'utf8');
@@ -87,9 +122,12 @@ async function readText(path: string): Promise<string | null> {
  * names the file (and the field) when it is not valid JSON or does not match `schema`.
  */
 export async function readJsonFile<S extends z.ZodType>(dir: string, name: string, schema: S): Promise<z.infer<S> | null> {
-  const path = join(dir, name);
-  const text = await readText(path);
-  if (text === null) return null;
+  const text = await readText(join(dir, name));
+  return text === null ? null : parseJsonFile(dir, name, text, schema);
+}
+
+/** Parses and validates the text of `dir/name` (see {@link readJsonFile}). */
+export function parseJsonFile<S extends z.ZodType>(dir: string, name: string, text: string, schema: S): z.infer<S> {
   let raw: unknown;
   try {
     raw = JSON.parse(text);

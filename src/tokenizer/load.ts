@@ -6,6 +6,7 @@
 import { mkdir, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { Tokenizer as HFTokenizerCore } from '@huggingface/tokenizers';
+import type { z } from 'zod';
 import {
   chatTemplatesFrom,
   renderChatTemplate,
@@ -17,8 +18,9 @@ import {
   chatTemplateJsonSchema,
   firstTokenId,
   modelTokenIdsSchema,
+  parseJsonFile,
   readJsonFile,
-  readTextFile,
+  readTokenizerFileBytes,
   specialTokensMapSchema,
   specialTokenText,
   tokenizerConfigSchema,
@@ -43,29 +45,61 @@ interface TokenizerFiles {
   config: TokenizerConfigJson;
   specialsMap: SpecialTokensMapJson | null;
   templates: ChatTemplates | null;
+  /** The directory's tokenizer files as read (`save` writes them back byte for byte). */
+  originals: ReadonlyMap<string, Buffer>;
 }
 
 async function readTokenizerFiles(dir: string): Promise<TokenizerFiles> {
-  const tokenizerJson = await readJsonFile(dir, 'tokenizer.json', tokenizerJsonSchema);
+  const originals = await readTokenizerFileBytes(dir);
+  const text = (name: string): string | null => originals.get(name)?.toString('utf8') ?? null;
+  const json = <S extends z.ZodType>(name: string, schema: S): z.infer<S> | null => {
+    const t = text(name);
+    return t === null ? null : parseJsonFile(dir, name, t, schema);
+  };
+  const tokenizerJson = json('tokenizer.json', tokenizerJsonSchema);
   if (tokenizerJson === null) {
     throw new Error(`tokenizer.json not found in ${dir}: comlrl needs the fast-tokenizer file (tokenizer.json) of the checkpoint`);
   }
-  const configFile = await readJsonFile(dir, 'tokenizer_config.json', tokenizerConfigSchema);
-  const specialsMap = await readJsonFile(dir, 'special_tokens_map.json', specialTokensMapSchema);
+  const configFile = json('tokenizer_config.json', tokenizerConfigSchema);
+  const specialsMap = json('special_tokens_map.json', specialTokensMapSchema);
   const config: TokenizerConfigJson = configFile ?? {};
 
   // transformers saves the template in chat_template.jinja (newer) and reads it in preference.
   let templates: ChatTemplates | null = null;
-  const jinja = await readTextFile(dir, 'chat_template.jinja');
+  const jinja = text('chat_template.jinja');
   if (jinja !== null) {
     templates = chatTemplatesFrom(jinja, 'chat_template.jinja');
   } else if (config.chat_template !== undefined && config.chat_template !== null) {
     templates = chatTemplatesFrom(config.chat_template, 'tokenizer_config.json');
   } else {
-    const processor = await readJsonFile(dir, 'chat_template.json', chatTemplateJsonSchema);
+    const processor = json('chat_template.json', chatTemplateJsonSchema);
     if (processor !== null) templates = chatTemplatesFrom(processor.chat_template, 'chat_template.json');
   }
-  return { dir, tokenizerJson, config, specialsMap, templates };
+  checkUnknownToken(tokenizerJson, dir);
+  return { dir, tokenizerJson, config, specialsMap, templates, originals };
+}
+
+/**
+ * A word-level (or WordPiece / BPE) vocabulary must hold the unknown token its model names: words
+ * outside it become that token, and without it they would have no id at all (an error only once
+ * generation meets such a word). A word-level model needs one.
+ */
+function checkUnknownToken(tokenizerJson: TokenizerJson, dir: string): void {
+  const { model } = tokenizerJson;
+  const vocab = model.vocab;
+  if (Array.isArray(vocab)) return; // Unigram: [token, score] pairs with an unk_id, not an unk_token.
+  const unk = model.unk_token;
+  if (unk === undefined || unk === null) {
+    if (model.type === 'WordLevel') {
+      throw new Error(`tokenizer.json in ${dir}: field "model.unk_token" is missing: a WordLevel model needs an unknown token for words outside its vocabulary`);
+    }
+    return;
+  }
+  if (!Object.hasOwn(vocab, unk)) {
+    throw new Error(
+      `tokenizer.json in ${dir}: the unknown token ${JSON.stringify(unk)} (field "model.unk_token") is not in the vocabulary ("model.vocab"); add it there, or words outside the vocabulary get no id`,
+    );
+  }
 }
 
 /** The config object @huggingface/tokenizers reads: special tokens as plain strings. */
@@ -183,26 +217,23 @@ class HFTokenizer implements Tokenizer {
     return renderChatTemplate(template, join(this.files.dir, templates.source), messages, options, this.templateVars);
   }
 
+  /**
+   * Writes the tokenizer files it was loaded from (see `TOKENIZER_FILE_NAMES`) byte for byte, so the
+   * folder loads in transformers as the original did. Only an EOS read from the model's
+   * generation_config.json / config.json is written into tokenizer_config.json, so the folder
+   * loads on its own.
+   */
   async save(dir: string): Promise<void> {
-    const { tokenizerJson, config, specialsMap, templates } = this.files;
+    const { config, specialsMap, originals } = this.files;
     await mkdir(dir, { recursive: true });
-    const outConfig: Record<string, unknown> = { ...config };
-    // Keep the EOS a fallback file supplied, so the saved directory loads on its own.
-    if (specialTokenText(config.eos_token) === null) outConfig.eos_token = this.eosToken;
-    if (templates !== null && templates.source === 'chat_template.jinja') {
-      await writeFile(join(dir, 'chat_template.jinja'), templates.byName.get('default') ?? '');
-    } else if (templates !== null && templates.source === 'chat_template.json') {
-      await writeFile(join(dir, 'chat_template.json'), JSON.stringify({ chat_template: templates.byName.get('default') ?? '' }, null, 2) + '\n');
+    const eosFromModelFiles = specialTokenText(config.eos_token) === null && specialTokenText(specialsMap?.eos_token) === null;
+    for (const [name, bytes] of originals) {
+      if (name === 'tokenizer_config.json' && eosFromModelFiles) continue;
+      await writeFile(join(dir, name), bytes);
     }
-    const map: Record<string, unknown> = specialsMap ?? {
-      eos_token: this.eosToken,
-      ...(this.padToken !== this.eosToken || specialTokenText(config.pad_token) !== null ? { pad_token: this.padToken } : {}),
-      ...(this.bosToken !== null ? { bos_token: this.bosToken } : {}),
-      ...(this.templateVars.unk_token !== undefined ? { unk_token: this.templateVars.unk_token } : {}),
-    };
-    await writeFile(join(dir, 'tokenizer.json'), JSON.stringify(tokenizerJson, null, 2) + '\n');
-    await writeFile(join(dir, 'tokenizer_config.json'), JSON.stringify(outConfig, null, 2) + '\n');
-    await writeFile(join(dir, 'special_tokens_map.json'), JSON.stringify(map, null, 2) + '\n');
+    if (eosFromModelFiles) {
+      await writeFile(join(dir, 'tokenizer_config.json'), JSON.stringify({ ...config, eos_token: this.eosToken }, null, 2) + '\n');
+    }
   }
 }
 

@@ -54,6 +54,11 @@ export interface Tokenizer {
   idToToken(id: number): string | undefined;
   /** Renders the chat template to text (tokenize with {@link Tokenizer.encode}). */
   applyChatTemplate(messages: ChatMessage[], options?: ChatTemplateOptions): string;
-  /** Writes tokenizer.json, tokenizer_config.json (and special_tokens_map.json) to dir. */
+  /**
+   * Writes the tokenizer files of the folder it was loaded from (tokenizer.json, tokenizer_config.json,
+   * special_tokens_map.json, vocab/merges files, chat template files: those it had) to dir, byte
+   * for byte, so `loadTokenizer(dir)` and transformers' `AutoTokenizer.from_pretrained(dir)` load
+   * it alone (an EOS taken from the model's config files is added to tokenizer_config.json).
+   */
   save(dir: string): Promise<void>;
 }

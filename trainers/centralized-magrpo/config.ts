@@ -11,7 +11,7 @@ import { enumField, parseConfig } from '../core/config.js';
 /** The one collaboration mode this trainer has. */
 export const COLLABORATION_MODES = ['centralized'] as const;
 
-const schema = magrpoConfigSchema.extend({
+const schema = magrpoConfigSchema.safeExtend({
   /** Turns: 1 (CoMLRL's centralized MAGRPO is single-turn). */
   num_turns: z.literal(1, { error: 'num_turns must be 1: CentralizedMAGRPO is single-turn (as in CoMLRL)' }).default(1),
   /** CoMLRL's collaboration switch; this trainer is the centralized one. */

@@ -25,7 +25,7 @@
  * 1.3.6's update exactly (apart from the deliberate differences in the README).
  */
 import { z } from 'zod';
-import { boolField, enumField, finiteNumber, intAtLeast, parseConfig, runSettingsFields } from '../core/config.js';
+import { boolField, criticLrScheduleFields, enumField, finiteNumber, intAtLeast, lrScheduleFields, parseConfig, runSettingsFields } from '../core/config.js';
 import { referenceKlFields } from '../core/reference-kl.js';
 
 /** `v`: V(h) read at the last prompt token; `q`: Q(h, a) read at the last response token. */
@@ -153,6 +153,10 @@ function sharedFields() {
     // ---- CoMLRL 1.3.8 reference KL (plus comlrl's kl_mode) ----
     ...referenceKlFields(),
 
+    // ---- the Hugging Face Trainer's learning-rate schedule (as in MAGRPO), and the critics' own ----
+    ...lrScheduleFields(),
+    ...criticLrScheduleFields(),
+
     // ---- comlrl run settings (as in MAGRPO) ----
     ...runSettingsFields(),
 
@@ -180,6 +184,34 @@ function multiTurnNeedsOneGeneration(cfg: { num_turns: number; num_generations: 
   }
 }
 
+// Value heads on the actors' backbones step with the actors' optimizers, so a critic schedule would be ignored.
+function sharedHeadsTakeActorSchedule(
+  cfg: { use_separate_critic: boolean; critic_lr_scheduler_type: unknown; critic_lr_warmup_steps: unknown; critic_lr_warmup_ratio: unknown },
+  ctx: z.RefinementCtx,
+): void {
+  if (cfg.use_separate_critic) return;
+  for (const key of ['critic_lr_scheduler_type', 'critic_lr_warmup_steps', 'critic_lr_warmup_ratio'] as const) {
+    if (cfg[key] === null) continue;
+    ctx.addIssue({
+      code: 'custom',
+      path: [key],
+      message: `${key} would be ignored: with use_separate_critic false the value heads step with the actors' optimizers (lr_scheduler_type); remove it`,
+    });
+  }
+}
+
+// Each head width applies to one kind of critic: an MLP width for the other kind would be ignored.
+function unusedHeadWidth(cfg: { use_separate_critic: boolean; critic_value_head_hidden_dim: number | null; value_head_hidden_dim: number | null }, ctx: z.RefinementCtx): void {
+  const [key, used] = cfg.use_separate_critic ? (['value_head_hidden_dim', 'critic_value_head_hidden_dim'] as const) : (['critic_value_head_hidden_dim', 'value_head_hidden_dim'] as const);
+  const width = cfg[key];
+  if (width === null || width === 0) return;
+  ctx.addIssue({
+    code: 'custom',
+    path: [key],
+    message: `${key} would be ignored: use_separate_critic is ${cfg.use_separate_critic}, so the heads take ${used}; set that instead (got ${key}=${width})`,
+  });
+}
+
 const dcSchema = z
   .strictObject({
     ...sharedFields(),
@@ -191,7 +223,9 @@ const dcSchema = z
     /** Hidden width of the shared head's MLP; null or 0 → linear head (as CoMLRL). */
     value_head_hidden_dim: intAtLeast('value_head_hidden_dim', 0).nullable().default(null),
   })
-  .superRefine(multiTurnNeedsOneGeneration);
+  .superRefine(multiTurnNeedsOneGeneration)
+  .superRefine(sharedHeadsTakeActorSchedule)
+  .superRefine(unusedHeadWidth);
 
 const ccSchema = z
   .strictObject({

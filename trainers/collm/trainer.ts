@@ -100,7 +100,7 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
     const headsOn = (i: number) => set.slots.filter((s) => s.sharesActor && s.owner === i).flatMap((s) => s.model.head.trainableVariables());
     this.actorOptimizers = agents.map((a, i) => this.adamW([...a.model.trainableVariables(), ...headsOn(i)], config.agent_learning_rate));
     const criticLr = config.critic_learning_rate ?? config.agent_learning_rate;
-    const own = new Map(set.slots.flatMap((s, c) => (s.sharesActor ? [] : [[c, this.adamW(s.model.ownVariables(), criticLr)] as const])));
+    const own = new Map(set.slots.flatMap((s, c) => (s.sharesActor ? [] : [[c, this.adamW(s.model.ownVariables(), criticLr, { kind: 'critic', index: c })] as const])));
     this.criticOptimizers = [...own.values()];
     this.slotOptimizers = set.slots.map((s, c) => own.get(c) ?? this.actorOptimizers[s.owner as number]);
     this.run = new ActorCriticRun(config.rollout_buffer_size, agents.length, options.rolloutMetrics);
@@ -331,7 +331,7 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
       ...warmup,
       optimizer_steps: this.optimizerSteps,
     };
-    if (this.trainLogDue()) await this.logger?.log(this.envStep, { ...this.run.lastUpdate, epoch: this.cursor.epoch, ...this.timer.drain('time/') });
+    if (this.trainLogDue()) await this.logger?.log(this.envStep, { ...this.run.lastUpdate, epoch: this.cursor.epoch, ...this.learningRateMetrics(), ...this.timer.drain('time/') });
     return this.run.lastUpdate;
   }
 
@@ -422,7 +422,7 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
     const { criticSet } = this;
     const dirs = await saveAgents(dir, this.agents, options);
     const critics = await criticSet.save(dir);
-    if (options.merged?.critics) await saveMergedModels(criticSet.layout(dir).critics.map((d, c) => ({ model: criticSet.slots[c].model.backbone, dir: d })), options.dtype);
+    if (options.merged?.critics) await saveMergedModels(criticSet.layout(dir).critics.map((d, c) => ({ model: criticSet.slots[c].model.backbone, tokenizer: criticSet.slots[c].model.tokenizer, dir: d })), options.dtype);
     if (options.final !== false) await this.logger?.log(this.envStep, { final_model_saved: 1 });
     return [...dirs, ...critics];
   }

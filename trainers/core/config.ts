@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { parseTrainerSection, wasParsedBy } from '../../src/config/trainers.js';
+import { LR_SCHEDULER_TYPES, type LrSchedulerType } from '../../src/optim/schedule.js';
 
 /** An integer field with a lower bound, e.g. `intAtLeast('num_generations', 2)`. */
 export function intAtLeast(field: string, min: number) {
@@ -84,6 +85,48 @@ export function runSettingsFields() {
      */
     scoring_batch_size: intAtLeast('scoring_batch_size', 1).nullable().default(null),
   };
+}
+
+/**
+ * The agents' learning-rate schedule, under the Hugging Face Trainer's names (README "Learning-rate
+ * schedules"; formulas in src/optim/schedule.ts). A step of the schedule is one training item.
+ * Spread into a schema's fields; a warmup a `constant` schedule would ignore is refused when the
+ * section is parsed (`lrScheduleIssues`, src/optim/schedule.ts).
+ */
+export function lrScheduleFields() {
+  return {
+    /** constant (CoMLRL: no schedule), constant_with_warmup, linear or cosine decay to 0. */
+    lr_scheduler_type: enumField('lr_scheduler_type', LR_SCHEDULER_TYPES).default('constant'),
+    /** Training items of linear warmup from 0; > 0 wins over `warmup_ratio` (HF's rule). */
+    warmup_steps: intAtLeast('warmup_steps', 0).default(0),
+    /** Warmup as a fraction of the run's training items (rounded up), used when `warmup_steps` is 0. */
+    warmup_ratio: finiteNumber('warmup_ratio', { min: 0, max: 1 }).default(0),
+  };
+}
+
+/**
+ * The critics' own learning-rate schedule (actor-critic trainers with critics that have their own
+ * optimizer); null: the agents' setting. Not `critic_warmup_items`, which freezes the actors.
+ */
+export function criticLrScheduleFields() {
+  return {
+    /** The critics' `lr_scheduler_type`; null: `lr_scheduler_type`. */
+    critic_lr_scheduler_type: enumField('critic_lr_scheduler_type', LR_SCHEDULER_TYPES).nullable().default(null),
+    /** The critics' `warmup_steps`; null: `warmup_steps`. */
+    critic_lr_warmup_steps: intAtLeast('critic_lr_warmup_steps', 0).nullable().default(null),
+    /** The critics' `warmup_ratio`; null: `warmup_ratio`. */
+    critic_lr_warmup_ratio: finiteNumber('critic_lr_warmup_ratio', { min: 0, max: 1 }).nullable().default(null),
+  };
+}
+
+/** The schedule fields a config has once parsed (the critic ones only in actor-critic configs). */
+export interface LrScheduleSettings {
+  readonly lr_scheduler_type: LrSchedulerType;
+  readonly warmup_steps: number;
+  readonly warmup_ratio: number;
+  readonly critic_lr_scheduler_type?: LrSchedulerType | null;
+  readonly critic_lr_warmup_steps?: number | null;
+  readonly critic_lr_warmup_ratio?: number | null;
 }
 
 /** One problem found in a config: the field's dotted path and what is wrong. */

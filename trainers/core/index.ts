@@ -1,4 +1,4 @@
-/** What every trainer shares: run bookkeeping and the training loop (trainer.ts) with its callbacks (callbacks.ts), prompt encoding and generation, the policy-gradient step, the reference KL, eval, metrics, the saved layout, checkpoints and resume, config helpers. The algorithms live in ../magrpo/ and ../collm/. */
+/** What every trainer shares: run bookkeeping and the training loop (trainer.ts) with its callbacks (callbacks.ts; TensorBoard logging: tensorboard.ts), prompt encoding and generation, the policy-gradient step, the reference KL, eval, metrics, the saved layout, checkpoints and resume, config helpers. The algorithms live in ../magrpo/ and ../collm/. */
 export * from './callbacks.js';
 export * from './checkpoint.js';
 export * from './config.js';
@@ -10,4 +10,5 @@ export * from './metrics.js';
 export * from './reference-kl.js';
 export * from './save.js';
 export * from './state.js';
+export * from './tensorboard.js';
 export * from './trainer.js';

@@ -60,3 +60,34 @@ export interface MetricsSink {
   /** Records `metrics` at x-axis value `step` (env_step, as CoMLRL logs). */
   log(step: number, metrics: MetricRecord): unknown;
 }
+
+/** Update statistics of one agent since the last log. */
+export interface UpdateWindow {
+  steps: number;
+  lossSum: number;
+  gradNormSum: number;
+}
+
+/**
+ * Adds each agent's figures since the last log to `m` (mean loss and gradient norm over its
+ * updates, update count, tokens generated, mean completion length) and the total tokens, then
+ * starts the windows again.
+ */
+export function drainAgentWindows(m: MetricRecord, updates: UpdateWindow[], tokens: number[], completions: number[]): void {
+  let total = 0;
+  for (let a = 0; a < updates.length; a++) {
+    const w = updates[a];
+    if (w.steps > 0) {
+      m[agentKey(a, 'loss')] = w.lossSum / w.steps;
+      m[agentKey(a, 'grad_norm')] = w.gradNormSum / w.steps;
+    }
+    m[agentKey(a, 'updates')] = w.steps;
+    m[agentKey(a, 'tokens_generated')] = tokens[a];
+    if (completions[a] > 0) m[agentKey(a, 'completion_length_mean')] = tokens[a] / completions[a];
+    total += tokens[a];
+    updates[a] = { steps: 0, lossSum: 0, gradNormSum: 0 };
+    tokens[a] = 0;
+    completions[a] = 0;
+  }
+  m.tokens_generated = total;
+}

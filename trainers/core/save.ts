@@ -7,6 +7,7 @@ import { mkdir } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Agent } from '../../src/decpomdp/agent.js';
 import type { CausalLM } from '../../src/model/types.js';
+import type { Tokenizer } from '../../src/tokenizer/types.js';
 
 /** The dtype weights are written in. */
 export type SaveDtype = 'float32' | 'bfloat16' | 'float16';
@@ -67,11 +68,23 @@ export async function saveAgents(dir: string, agents: readonly Agent[], options:
     await agents[i].tokenizer.save(d);
     dirs.push(d);
   }
-  if (options.merged?.agents) await saveMergedModels(agents.map((a, i) => ({ model: a.model, dir: dirs[i] })), options.dtype);
+  if (options.merged?.agents) await saveMergedModels(agents.map((a, i) => ({ model: a.model, tokenizer: a.tokenizer, dir: dirs[i] })), options.dtype);
   return dirs;
 }
 
-/** Writes each model's merged full weights (a LoRA adapter folded into its base) into `<dir>/merged/`. */
-export async function saveMergedModels(models: readonly { readonly model: CausalLM; readonly dir: string }[], dtype?: SaveDtype): Promise<void> {
-  for (const { model, dir } of models) await model.saveMerged?.(join(dir, 'merged'), { dtype });
+/**
+ * Writes each model's merged full weights (a LoRA adapter folded into its base) into
+ * `<dir>/merged/`, with its tokenizer's files (as `Tokenizer.save` writes them), so the folder is a
+ * standalone model transformers and vLLM load as it is.
+ */
+export async function saveMergedModels(
+  models: readonly { readonly model: CausalLM; readonly tokenizer: Tokenizer; readonly dir: string }[],
+  dtype?: SaveDtype,
+): Promise<void> {
+  for (const { model, tokenizer, dir } of models) {
+    if (model.saveMerged === undefined) continue;
+    const merged = join(dir, 'merged');
+    await model.saveMerged(merged, { dtype });
+    await tokenizer.save(merged);
+  }
 }

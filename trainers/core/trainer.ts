@@ -11,7 +11,9 @@ import type { TrainerSectionFields } from '../../src/config/trainers.js';
 import { writeTrainerState } from '../../src/checkpoint/state.js';
 import { AdamW } from '../../src/optim/adamw.js';
 import type { AdamWOptions } from '../../src/optim/config.js';
+import { resolveWarmupSteps, scheduledLr, type LrSchedule } from '../../src/optim/schedule.js';
 import { createRng, rngFor, type Rng } from '../../src/util/rng.js';
+import type { LrScheduleSettings } from './config.js';
 import { runEvalEpisodes, type EvalCallback, type EvalEpisode } from './eval.js';
 import type { GenerationSettings } from './generation.js';
 import { PhaseTimer, type MetricRecord, type MetricsSink } from './metrics.js';
@@ -60,7 +62,7 @@ export interface TrainerInputs<T, S> {
  * The config fields (CoMLRL's names) the shared run logic reads: every trainer's config has them.
  * (Not the run config file: that is the CLI's `RunConfig`, cli/schemas.ts.)
  */
-export interface TrainerRunFields extends TrainerSectionFields {
+export interface TrainerRunFields extends TrainerSectionFields, Partial<LrScheduleSettings> {
   readonly rollout_buffer_size: number;
   readonly train_batch_size: number | null;
   readonly eval_greedy: boolean;
@@ -83,6 +85,23 @@ export interface TrainerNames {
   readonly label: string;
   /** `TrainerState.trainer`, e.g. 'collm-dc'. */
   readonly stateTag: string;
+}
+
+/** Which model an optimizer trains: it picks the schedule (agents' or critics' settings) and names the `lr/` metric. */
+export interface OptimizerRole {
+  readonly kind: 'agent' | 'critic';
+  /** Agent index, or critic slot. */
+  readonly index: number;
+}
+
+/** An optimizer with the schedule of its learning rate. */
+interface ScheduledOptimizer {
+  readonly optimizer: AdamW;
+  /** The config's learning rate: λ = 1. */
+  readonly baseLr: number;
+  readonly schedule: LrSchedule;
+  /** e.g. `lr/agent_0`, `lr/critic_0`. */
+  readonly metric: string;
 }
 
 /** Throws when a reward is NaN or infinite (a trainer never learns from it silently). */
@@ -119,6 +138,8 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
   protected envStep = 0;
   protected optimizerSteps = 0;
   private lastLogEnvStep: number | null = null;
+  /** Every optimizer built with {@link TrainerBase.adamW}, with its learning-rate schedule. */
+  private readonly scheduled: ScheduledOptimizer[] = [];
 
   protected constructor(
     protected readonly names: TrainerNames,
@@ -241,6 +262,7 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
           await run.evaluate({ ...this.position(), metrics });
         }
 
+        this.applyLearningRates(epoch * this.trainTasks.length + index);
         await this.trainOn(this.trainTasks[index]);
 
         this.cursor = { epoch, index: index + 1 };
@@ -255,6 +277,8 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
         // A stop leaves the epoch's closing work to the next train() (or resume), as if cut here.
         if (control.stop) return 'stopped';
       }
+      // The epoch's leftovers train at the rate of the epoch's last item (they are its data).
+      this.applyLearningRates((this.cursor.epoch + 1) * this.trainTasks.length - 1);
       await this.endEpoch();
       this.cursor = { epoch: this.cursor.epoch + 1, index: 0 };
     }
@@ -296,10 +320,60 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
     });
   }
 
-  /** An AdamW over `variables` with the config's betas, eps and weight decay. */
-  protected adamW(variables: readonly tf.Variable[], lr: number): AdamW {
+  /**
+   * An AdamW over `variables` with the config's betas, eps and weight decay, whose learning rate
+   * `lr` follows the config's schedule for `role` (default: the next agent). With a schedule,
+   * every optimizer step of training item s (0-based over the run) uses lr · λ(s) (see
+   * {@link TrainerBase.learningRates}).
+   */
+  protected adamW(variables: readonly tf.Variable[], lr: number, role?: OptimizerRole): AdamW {
     const options: AdamWOptions = { lr, betas: this.config.adam_betas, eps: this.config.adam_eps, weightDecay: this.config.weight_decay };
-    return new AdamW(variables, options);
+    const optimizer = new AdamW(variables, options);
+    const r = role ?? { kind: 'agent', index: this.scheduled.filter((s) => s.metric.startsWith('lr/agent_')).length };
+    this.scheduled.push({ optimizer, baseLr: lr, schedule: this.lrScheduleOf(r.kind), metric: `lr/${r.kind}_${r.index}` });
+    return optimizer;
+  }
+
+  /**
+   * The schedule of an agent's or a critic's optimizer over the run's `num_train_epochs · items`
+   * training items. A critic takes `critic_lr_scheduler_type` (else the agents' type), and its
+   * own warmup keys when either is set (else the agents' `warmup_steps` / `warmup_ratio`).
+   */
+  private lrScheduleOf(kind: OptimizerRole['kind']): LrSchedule {
+    const c = this.config;
+    const totalSteps = c.num_train_epochs * this.trainTasks.length;
+    const own = kind === 'critic' && (c.critic_lr_warmup_steps != null || c.critic_lr_warmup_ratio != null);
+    const type = (kind === 'critic' ? c.critic_lr_scheduler_type : null) ?? c.lr_scheduler_type ?? 'constant';
+    const warmupSteps = own ? (c.critic_lr_warmup_steps ?? 0) : (c.warmup_steps ?? 0);
+    const warmupRatio = own ? (c.critic_lr_warmup_ratio ?? 0) : (c.warmup_ratio ?? 0);
+    return { type, warmupSteps: resolveWarmupSteps(warmupSteps, warmupRatio, totalSteps), totalSteps };
+  }
+
+  /** Whether any optimizer has a schedule other than `constant`. */
+  private get hasSchedule(): boolean {
+    return this.scheduled.some((s) => s.schedule.type !== 'constant');
+  }
+
+  /**
+   * Sets every scheduled optimizer's rate for training item `step`. A constant schedule never
+   * touches its optimizer (the rate stays what it was built with). The rate in force is part of
+   * each optimizer's saved state, and the clock is the dataset cursor, so a resume continues the
+   * schedule exactly.
+   */
+  private applyLearningRates(step: number): void {
+    for (const s of this.scheduled) {
+      if (s.schedule.type !== 'constant') s.optimizer.setLearningRate(scheduledLr(s.baseLr, s.schedule, step));
+    }
+  }
+
+  /** The current learning rate of every optimizer, by metric name (`lr/agent_0`, `lr/critic_0`, ...). */
+  get learningRates(): MetricRecord {
+    return Object.fromEntries(this.scheduled.map((s) => [s.metric, s.optimizer.learningRate]));
+  }
+
+  /** {@link TrainerBase.learningRates} for a train log when a schedule is set (a constant rate is the config's). */
+  protected learningRateMetrics(): MetricRecord {
+    return this.hasSchedule ? this.learningRates : {};
   }
 
   /**

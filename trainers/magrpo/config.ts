@@ -2,7 +2,8 @@
  * MAGRPO configuration: every field of CoMLRL 1.3.6's `MAGRPOConfig`, under the same snake_case
  * names and defaults (so a CoMLRL YAML section or `MAGRPOConfig(...)` call maps over 1:1), with the
  * same constraints, plus comlrl's additions (seed, gradient clipping, AdamW settings, greedy eval,
- * scoring chunk size, early termination at evaluation).
+ * scoring chunk size, early termination at evaluation) and the HF Trainer's learning-rate schedule
+ * (`lr_scheduler_type`, `warmup_steps`, `warmup_ratio`).
  *
  * Deliberate differences (README "Differences from CoMLRL"):
  * - evaluation ends an episode early as training does (`eval_early_termination`; CoMLRL's
@@ -13,7 +14,7 @@
  */
 import { z } from 'zod';
 import { ADVANTAGE_MODES } from './advantage.js';
-import { boolField, enumField, finiteNumber, intAtLeast, parseConfig, runSettingsFields } from '../core/config.js';
+import { boolField, enumField, finiteNumber, intAtLeast, lrScheduleFields, parseConfig, runSettingsFields } from '../core/config.js';
 import { referenceKlFields } from '../core/reference-kl.js';
 
 /** How the agents' K samples form joint actions at a tree node. */
@@ -80,6 +81,9 @@ const schema = z.strictObject({
 
   // ---- CoMLRL 1.3.8 reference KL (plus comlrl's kl_mode) ----
   ...referenceKlFields(),
+
+  // ---- the Hugging Face Trainer's learning-rate schedule ----
+  ...lrScheduleFields(),
 
   // ---- comlrl additions ----
   ...runSettingsFields(),

@@ -28,7 +28,7 @@ import { encodePrompt, generateGroup, type CompletionGroup } from '../core/gener
 import { takeJointActions } from '../core/joint-step.js';
 import { policyGradientStep, type PolicyGradientRow } from '../core/loss.js';
 import { groupKl, klMetrics, klPolicyGradientStep, referenceOf, type GroupKl, type KlPolicyGradientRow, type ReferencePolicy } from '../core/reference-kl.js';
-import { agentKey, turnKey, type MetricRecord } from '../core/metrics.js';
+import { drainAgentWindows, turnKey, type MetricRecord, type UpdateWindow } from '../core/metrics.js';
 import { saveAgents, type SaveOptions } from '../core/save.js';
 import type { TrainerState } from '../core/state.js';
 import { assertFiniteReward, TrainerBase, type TrainerInputs, type TrainerNames, type TrainOptions } from '../core/trainer.js';
@@ -251,13 +251,6 @@ export interface MAGRPOEvalResult<T, S> {
   readonly episodes: EvalEpisode<T, S>[];
 }
 
-/** Update statistics of one agent since the last log. */
-interface UpdateWindow {
-  steps: number;
-  lossSum: number;
-  gradNormSum: number;
-}
-
 /**
  * Trains n LLM agents with MAGRPO on an LLM Dec-POMDP.
  *
@@ -285,7 +278,7 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
     super(variant.names, variant.parse(options.config ?? {}), options);
     const { agents, config } = this;
     this.k = config.num_generations;
-    this.optimizers = agents.map((a) => this.adamW(a.model.trainableVariables(), config.agent_learning_rate));
+    this.optimizers = agents.map((a, i) => this.adamW(a.model.trainableVariables(), config.agent_learning_rate, { kind: 'agent', index: i }));
     this.buffers = agents.map(() => []);
     this.tokensWindow = agents.map(() => 0);
     this.completionsWindow = agents.map(() => 0);
@@ -453,7 +446,7 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
   /** Train metrics of the latest tree plus the window since the last log, throttled by `logging_steps`. */
   private async maybeLogTrain(root: RolloutNode<S>): Promise<void> {
     if (!this.trainLogDue()) return;
-    const m: MetricRecord = { epoch: this.cursor.epoch, optimizer_steps: this.optimizerSteps };
+    const m: MetricRecord = { epoch: this.cursor.epoch, optimizer_steps: this.optimizerSteps, ...this.learningRateMetrics() };
     const byTurn = new Map<number, RolloutNode<S>[]>();
     for (const node of treeNodes(root)) byTurn.set(node.turn, [...(byTurn.get(node.turn) ?? []), node]);
     for (const [turn, nodes] of [...byTurn.entries()].sort((x, y) => x[0] - y[0])) {
@@ -463,22 +456,7 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
       m[turnKey(turn, 'zero_reward_spread_frac')] = mean(nodes.map((n) => (hasZeroSpread(n.rewards) ? 1 : 0)));
       m[turnKey(turn, 'nodes')] = nodes.length;
     }
-    let tokens = 0;
-    for (let a = 0; a < this.agents.length; a++) {
-      const w = this.updateWindow[a];
-      if (w.steps > 0) {
-        m[agentKey(a, 'loss')] = w.lossSum / w.steps;
-        m[agentKey(a, 'grad_norm')] = w.gradNormSum / w.steps;
-      }
-      m[agentKey(a, 'updates')] = w.steps;
-      m[agentKey(a, 'tokens_generated')] = this.tokensWindow[a];
-      if (this.completionsWindow[a] > 0) m[agentKey(a, 'completion_length_mean')] = this.tokensWindow[a] / this.completionsWindow[a];
-      tokens += this.tokensWindow[a];
-      this.updateWindow[a] = { steps: 0, lossSum: 0, gradNormSum: 0 };
-      this.tokensWindow[a] = 0;
-      this.completionsWindow[a] = 0;
-    }
-    m.tokens_generated = tokens;
+    drainAgentWindows(m, this.updateWindow, this.tokensWindow, this.completionsWindow);
     // The item's tree, as the turn metrics above.
     if (this.references) {
       const samples = treeNodes(root).flatMap((n) => (n.kl ?? []).flatMap((g, agent) => g.kls.map((kl) => ({ agent, turn: n.turn, kl }))));

@@ -16,7 +16,7 @@ import { enumField, parseConfig } from '../core/config.js';
 
 /** MAGRPO's schema with another `advantage_mode` default. */
 function withAdvantageMode<M extends AdvantageMode>(mode: M) {
-  return magrpoConfigSchema.extend({
+  return magrpoConfigSchema.safeExtend({
     /** mean: R − mean; raw: R; max: R − max; rloo: leave-one-out baseline (this trainer's default: see the module comment). */
     advantage_mode: enumField('advantage_mode', ADVANTAGE_MODES).default(mode),
   });

@@ -7,6 +7,8 @@ interface TorchData {
   refCount: number;
   /** Held as bfloat16 on the torch side (a frozen base's weight); tfjs sees float32. */
   bf16: boolean;
+  /** Elements of a bfloat16-held tensor (2 bytes each, where tfjs counts 4). */
+  bf16Elements?: number;
 }
 
 /** torch's scalar type codes (c10::ScalarType) for the dtypes tfjs has. */
@@ -35,6 +37,11 @@ export class TorchBackend extends tf.KernelBackend {
     readonly addon: TorchAddon,
     /** `cpu` or `cuda:N`: where every tensor of this backend lives. */
     readonly device: string,
+    /**
+     * Whether products in bfloat16 run at matrix-unit speed here: on CUDA, and on CPUs with
+     * AVX512-BF16 or AMX (see `cpuHasBf16Units`).
+     */
+    readonly bf16Units: boolean = device !== 'cpu',
   ) {
     super();
     this.store = new tf.DataStorage<TorchData>(this, tf.engine());
@@ -116,14 +123,19 @@ export class TorchBackend extends tf.KernelBackend {
    * Keeps a float32 tensor's values as bfloat16 on the torch side (half the memory); kernels see
    * float32 copies, and matrix products run in bfloat16 with float32 results.
    */
-  holdInBfloat16(dataId: tf.DataId): void {
+  holdInBfloat16(dataId: tf.DataId, elements: number): void {
     const d = this.store.get(dataId);
     if (d === undefined || d.bf16) return;
     const h = this.call1('aten::_to_copy', '', [d.handle, SCALAR_TYPE.bfloat16]);
     this.addon.free(d.handle);
     d.handle = h;
     d.bf16 = true;
+    d.bf16Elements = elements;
+    this.bf16Elements += elements;
   }
+
+  /** Elements held in bfloat16 now: tf.memory() counts them at 4 bytes, torch holds 2. */
+  bf16Elements = 0;
 
   override write(values: tf.backend_util.BackendValues, shape: number[], dtype: tf.DataType): tf.DataId {
     const dataId = {};
@@ -153,6 +165,7 @@ export class TorchBackend extends tf.KernelBackend {
     if (d === undefined) return true;
     d.refCount--;
     if (!force && d.refCount > 0) return false;
+    this.bf16Elements -= d.bf16Elements ?? 0;
     this.addon.free(d.handle);
     this.store.delete(dataId);
     return true;

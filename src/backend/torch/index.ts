@@ -1,6 +1,8 @@
+import * as fs from 'node:fs';
 import * as tf from '@tensorflow/tfjs';
 import { TorchBackend, deviceIndex } from './backend.js';
 import { registerTorchKernels } from './kernels.js';
+import { registerFusedGradients } from '../fused.js';
 import { loadTorchAddon, type TorchAddon } from './native.js';
 
 export { TorchBackend } from './backend.js';
@@ -73,10 +75,24 @@ export function registerTorchBackend(): void {
   // cuBLAS refuses deterministic mode without a fixed workspace; it reads this when it starts.
   if (deterministic) process.env.CUBLAS_WORKSPACE_CONFIG ??= ':4096:8';
   addon.runtime('deterministic', deterministic ? 1 : 0);
-  const backend = new TorchBackend(addon, device);
+  const backend = new TorchBackend(addon, device, device !== 'cpu' || cpuHasBf16Units());
   instance = backend;
   tf.registerBackend('torch', () => backend, 1);
   registerTorchKernels('torch');
+  registerFusedGradients();
+}
+
+/**
+ * Whether this CPU has bfloat16 matrix units (AVX512-BF16 or AMX-BF16), from /proc/cpuinfo's
+ * flags; false where that file is missing (non-Linux), the safe answer: bfloat16 products then run
+ * only for a few rows.
+ */
+export function cpuHasBf16Units(): boolean {
+  try {
+    return /\b(avx512_bf16|amx_bf16)\b/.test(fs.readFileSync('/proc/cpuinfo', 'utf8'));
+  } catch {
+    return false;
+  }
 }
 
 /** A line describing the torch backend in use: version, device, threads. */
@@ -129,5 +145,13 @@ export function torchDeviceMemoryBytes(): number | null {
  */
 export function holdInBfloat16(t: tf.Tensor): void {
   if (tf.getBackend() !== 'torch' || instance === null || t.dtype !== 'float32') return;
-  instance.holdInBfloat16(t.dataId);
+  instance.holdInBfloat16(t.dataId, t.size);
+}
+
+/**
+ * Bytes that tf.memory() counts but torch does not hold: 2 per element of every tensor held in
+ * bfloat16 (tfjs sees them as float32). 0 off torch.
+ */
+export function torchBf16SavedBytes(): number {
+  return tf.getBackend() === 'torch' && instance !== null ? 2 * instance.bf16Elements : 0;
 }

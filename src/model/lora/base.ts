@@ -19,7 +19,9 @@ import { layerOf, type LoraAdapter } from './adapter.js';
 
 /** The output head's key in {@link FrozenBase.linear} (the embedding table itself when tied). */
 export const HEAD_KEY = 'lm_head.weight';
-const EMBED = 'model.embed_tokens.weight';
+/** The embedding's weight name (a tied head's values). */
+export const EMBED_KEY = 'model.embed_tokens.weight';
+const EMBED = EMBED_KEY;
 
 /** Whether a weight is a decoder layer's linear projection (`*_proj.weight`). */
 export function isLayerLinear(name: string): boolean {

@@ -1,0 +1,141 @@
+import * as tf from '@tensorflow/tfjs';
+
+// Fused ops: one kernel where the decoder would otherwise run several (RMSNorm's six, SwiGLU's
+// three, RoPE's five), each with one gradient kernel per input instead of tfjs's composed
+// gradients. A backend opts in by registering the kernels below (the torch backend does: a tfjs
+// kernel there costs ~15–35 µs of JavaScript, an ATen call inside one ~3 µs); on every other
+// backend these functions run the plain composition, numerically the same ops as before.
+// The kernels and their gradients are kept apart as in tfjs-core: names and gradients here, the
+// torch implementations in torch/fused-kernels.ts.
+
+/** y = x / sqrt(mean(x², last axis) + eps) · weight. Inputs x, weight; attrs eps. */
+export const RMS_NORM = 'ComlrlRmsNorm';
+/** ∂/∂x or ∂/∂weight of {@link RMS_NORM} given dy. Inputs dy, x, weight; attrs eps, wrt. */
+export const RMS_NORM_GRAD = 'ComlrlRmsNormGrad';
+/** y = silu(gate) · up (SwiGLU's product). Inputs gate, up. */
+export const SILU_MUL = 'ComlrlSiluMul';
+/** ∂/∂gate or ∂/∂up of {@link SILU_MUL} given dy. Inputs dy, gate, up; attrs wrt. */
+export const SILU_MUL_GRAD = 'ComlrlSiluMulGrad';
+/**
+ * RoPE in the rotate-half convention with a signed sine table: y = x·cos + swap(x)·sin, where
+ * swap exchanges the two halves of the last axis. With `adjoint` it computes the gradient map
+ * dy·cos + swap(dy·sin) instead (the transpose of the forward map, which is linear in x).
+ * Inputs x, cos, sin; attrs adjoint.
+ */
+export const ROTARY = 'ComlrlRotary';
+
+/**
+ * One AdamW update of one parameter: inputs param, grad, m, v; attrs beta1, beta2, eps, lr,
+ * weightDecay, stepSize (lr / (1 − β1ᵗ)), bc2Sqrt (√(1 − β2ᵗ)); outputs [param', m', v'], by the
+ * same element-wise operations, in the same order, as the composed update in src/optim/adamw.ts.
+ */
+export const ADAMW_UPDATE = 'ComlrlAdamWUpdate';
+
+/** The fused kernels a backend registers to take these ops over (all of them, or none is used). */
+export const FUSED_KERNEL_NAMES: readonly string[] = [RMS_NORM, RMS_NORM_GRAD, SILU_MUL, SILU_MUL_GRAD, ROTARY, ADAMW_UPDATE];
+
+/** The scalars of one AdamW update (see {@link ADAMW_UPDATE}). */
+export interface AdamWUpdateScalars {
+  readonly beta1: number;
+  readonly beta2: number;
+  readonly eps: number;
+  readonly lr: number;
+  readonly weightDecay: number;
+  readonly stepSize: number;
+  readonly bc2Sqrt: number;
+}
+
+/**
+ * The fused AdamW update [param', m', v'] where the active backend has it (one kernel per
+ * parameter instead of ~13); null elsewhere, where the optimizer composes it from tfjs ops.
+ */
+export function fusedAdamWUpdate(param: tf.Tensor, grad: tf.Tensor, m: tf.Tensor, v: tf.Tensor, scalars: AdamWUpdateScalars): [tf.Tensor, tf.Tensor, tf.Tensor] | null {
+  if (!fusedOnActiveBackend(ADAMW_UPDATE)) return null;
+  const out = tf.engine().runKernel(ADAMW_UPDATE, { param, grad, m, v }, { ...scalars } as unknown as tf.NamedAttrMap) as tf.Tensor[];
+  return [out[0], out[1], out[2]];
+}
+
+function fusedOnActiveBackend(name: string): boolean {
+  return tf.getKernel(name, tf.getBackend()) !== undefined;
+}
+
+function run<T extends tf.Tensor>(name: string, inputs: tf.NamedTensorMap, attrs: Record<string, string | number | boolean> = {}): T {
+  return tf.engine().runKernel(name, inputs, attrs as unknown as tf.NamedAttrMap) as T;
+}
+
+/** Sums a broadcast product back to the shape of the operand that was broadcast. */
+function sumToShape(t: tf.Tensor, shape: readonly number[]): tf.Tensor {
+  const lead = t.rank - shape.length;
+  const axes: number[] = [];
+  for (let i = 0; i < t.rank; i++) if (i < lead || (shape[i - lead] === 1 && t.shape[i] !== 1)) axes.push(i);
+  return tf.reshape(axes.length ? tf.sum(t, axes) : t, [...shape]);
+}
+
+function swapHalves<T extends tf.Tensor>(x: T): T {
+  const half = x.shape[x.rank - 1] / 2;
+  const [a, b] = tf.split(x, [half, half], x.rank - 1);
+  return tf.concat([b, a], x.rank - 1) as T;
+}
+
+/** RMSNorm over the last axis: x / sqrt(mean(x²) + eps) · weight. */
+export function rmsNorm<T extends tf.Tensor>(x: T, weight: tf.Tensor1D, eps: number): T {
+  if (fusedOnActiveBackend(RMS_NORM)) return run<T>(RMS_NORM, { x, weight }, { eps });
+  const ms = tf.mean(tf.square(x), -1, true);
+  return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), weight);
+}
+
+/** silu(gate) · up, the SwiGLU MLP's gated product. */
+export function siluMul<T extends tf.Tensor>(gate: T, up: T): T {
+  if (fusedOnActiveBackend(SILU_MUL)) return run<T>(SILU_MUL, { gate, up });
+  return tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
+}
+
+/** RoPE: x·cos + swap(x)·sinSigned (tables from `RotaryTables`, broadcast against x). */
+export function rotary<T extends tf.Tensor>(x: T, cos: tf.Tensor, sinSigned: tf.Tensor): T {
+  if (fusedOnActiveBackend(ROTARY)) return run<T>(ROTARY, { x, cos, sin: sinSigned }, { adjoint: false });
+  return tf.add(tf.mul(x, cos), tf.mul(swapHalves(x), sinSigned));
+}
+
+let gradientsRegistered = false;
+
+/**
+ * Registers the fused kernels' gradients (once per process): each input's gradient is one fused
+ * gradient kernel, so a pass that needs only ∂x (a LoRA base's frozen norm) runs only that one.
+ */
+export function registerFusedGradients(): void {
+  if (gradientsRegistered) return;
+  gradientsRegistered = true;
+  tf.registerGradient({
+    kernelName: RMS_NORM,
+    inputsToSave: ['x', 'weight'],
+    gradFunc: (dy, saved, attrs) => {
+      const [x, weight] = saved;
+      const eps = (attrs as { eps: number }).eps;
+      const grad = (wrt: 'x' | 'weight') => () => run(RMS_NORM_GRAD, { dy: dy as tf.Tensor, x, weight }, { eps, wrt });
+      return { x: grad('x'), weight: grad('weight') };
+    },
+  });
+  tf.registerGradient({
+    kernelName: SILU_MUL,
+    inputsToSave: ['gate', 'up'],
+    gradFunc: (dy, saved) => {
+      const [gate, up] = saved;
+      const grad = (wrt: 'gate' | 'up') => () => run(SILU_MUL_GRAD, { dy: dy as tf.Tensor, gate, up }, { wrt });
+      return { gate: grad('gate'), up: grad('up') };
+    },
+  });
+  tf.registerGradient({
+    kernelName: ROTARY,
+    inputsToSave: ['x', 'cos', 'sin'],
+    gradFunc: (dy, saved) => {
+      const [x, cos, sin] = saved;
+      const g = dy as tf.Tensor;
+      return {
+        x: () => run(ROTARY, { x: g, cos, sin }, { adjoint: true }),
+        // The tables are constants in the decoder; their gradients are here for completeness.
+        cos: () => sumToShape(tf.mul(g, x), cos.shape),
+        sin: () => sumToShape(tf.mul(g, swapHalves(x)), sin.shape),
+      };
+    },
+  });
+}
