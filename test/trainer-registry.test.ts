@@ -76,7 +76,7 @@ class FixedStepTrainer extends TrainerBase<unknown, unknown, FixedStepConfig> {
     return { metrics, episodes };
   }
 
-  save(dir: string, options: SaveOptions = {}): Promise<string[]> {
+  override save(dir: string, options: SaveOptions = {}): Promise<string[]> {
     return saveAgents(dir, this.agents, options);
   }
 

@@ -36,7 +36,7 @@ import { rngFor, type Rng } from '../../src/util/rng.js';
 import type { EvalEpisode } from '../core/eval.js';
 import { encodePrompt } from '../core/generation.js';
 import type { MetricRecord } from '../core/metrics.js';
-import { saveAgents, saveMergedModels, type SaveOptions } from '../core/save.js';
+import { saveMergedModels, type SaveOptions } from '../core/save.js';
 import { ReferenceKlTracker } from '../core/reference-kl.js';
 import { TrainerBase, type TrainerNames } from '../core/trainer.js';
 import type { ActorCriticConfig } from './config.js';
@@ -414,17 +414,14 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
   // -------------------------------------------------------------------------------------------
 
   /**
-   * Writes `dir/agent_i/` (HF weights + tokenizer) per agent and the critics where their set puts
-   * them (`criticSet.layout(dir)`), in the options' dtype and with merged LoRA models as asked (see
-   * {@link SaveOptions}); returns the agents' directories and any critic directory beside them.
+   * The critics, where their set puts them (`criticSet.layout(dir)`), with merged LoRA critics as
+   * asked (see {@link SaveOptions}): the critic directories (none for heads on the actors).
    */
-  async save(dir: string, options: SaveOptions = {}): Promise<string[]> {
+  protected override async saveOwnModels(dir: string, options: SaveOptions): Promise<string[]> {
     const { criticSet } = this;
-    const dirs = await saveAgents(dir, this.agents, options);
     const critics = await criticSet.save(dir);
     if (options.merged?.critics) await saveMergedModels(criticSet.layout(dir).critics.map((d, c) => ({ model: criticSet.slots[c].model.backbone, tokenizer: criticSet.slots[c].model.tokenizer, dir: d })), options.dtype);
-    if (options.final !== false) await this.logger?.log(this.envStep, { final_model_saved: 1 });
-    return [...dirs, ...critics];
+    return critics;
   }
 
   private allOptimizers(): readonly AdamW[] {

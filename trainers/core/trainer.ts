@@ -15,6 +15,7 @@ import { resolveWarmupSteps, scheduledLr, type LrSchedule } from '../../src/opti
 import { createRng, rngFor, type Rng } from '../../src/util/rng.js';
 import type { LrScheduleSettings } from './config.js';
 import { runEvalEpisodes, type EvalCallback, type EvalEpisode } from './eval.js';
+import { saveAgents, type SaveOptions } from './save.js';
 import type { GenerationSettings } from './generation.js';
 import { PhaseTimer, type MetricRecord, type MetricsSink } from './metrics.js';
 import { CallbackList, type ItemEvent, type TrainEndReason, type TrainerCallback, type TrainerControl, type TrainEvent } from './callbacks.js';
@@ -385,6 +386,23 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
     if (this.lastLogEnvStep !== null && this.envStep - this.lastLogEnvStep < this.config.logging_steps) return false;
     this.lastLogEnvStep = this.envStep;
     return true;
+  }
+
+  /**
+   * Writes `dir/agent_i/` (HF-format weights + tokenizer) for every agent and the trainer's own
+   * models beside them ({@link TrainerBase.saveOwnModels}), in the options' dtype and with merged
+   * LoRA models as asked (see {@link SaveOptions}); logs `final_model_saved` for a final save.
+   * Returns the directories written, the agents' first.
+   */
+  async save(dir: string, options: SaveOptions = {}): Promise<string[]> {
+    const dirs = [...(await saveAgents(dir, this.agents, options)), ...(await this.saveOwnModels(dir, options))];
+    if (options.final !== false) await this.logger?.log(this.envStep, { final_model_saved: 1 });
+    return dirs;
+  }
+
+  /** The models a trainer keeps besides its agents (critics, a reward model), saved into `dir`: their directories. None by default. */
+  protected saveOwnModels(_dir: string, _options: SaveOptions): Promise<string[]> {
+    return Promise.resolve([]);
   }
 
   /** Everything besides the weights needed to resume exactly (see each trainer). */

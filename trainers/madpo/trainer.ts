@@ -34,7 +34,6 @@ import { takeJointActions } from '../core/joint-step.js';
 import { policyGradientStep } from '../core/loss.js';
 import { drainAgentWindows, turnKey, type MetricRecord, type UpdateWindow } from '../core/metrics.js';
 import { referenceOf, type ReferencePolicy } from '../core/reference-kl.js';
-import { saveAgents, type SaveOptions } from '../core/save.js';
 import type { TrainerState } from '../core/state.js';
 import { assertFiniteReward, TrainerBase, type TrainerInputs } from '../core/trainer.js';
 import { hasZeroSpread, mean } from '../magrpo/advantage.js';
@@ -326,13 +325,6 @@ export class MADPOTrainer<T, S> extends TrainerBase<T, S, MADPOConfig> {
   // -------------------------------------------------------------------------------------------
   // Saving and resuming.
   // -------------------------------------------------------------------------------------------
-
-  /** Writes `dir/agent_i/` (HF-format weights + tokenizer) for every agent (see {@link SaveOptions}). */
-  async save(dir: string, options: SaveOptions = {}): Promise<string[]> {
-    const dirs = await saveAgents(dir, this.agents, options);
-    if (options.final !== false) await this.logger?.log(this.envStep, { final_model_saved: 1 });
-    return dirs;
-  }
 
   /** Everything besides the weights needed to resume exactly: counters, cursor, streams, AdamW moments, buffered pairs. */
   exportState(): MADPOTrainerState {

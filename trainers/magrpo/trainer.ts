@@ -29,7 +29,6 @@ import { takeJointActions } from '../core/joint-step.js';
 import { policyGradientStep, type PolicyGradientRow } from '../core/loss.js';
 import { groupKl, klMetrics, klPolicyGradientStep, referenceOf, type GroupKl, type KlPolicyGradientRow, type ReferencePolicy } from '../core/reference-kl.js';
 import { drainAgentWindows, turnKey, type MetricRecord, type UpdateWindow } from '../core/metrics.js';
-import { saveAgents, type SaveOptions } from '../core/save.js';
 import type { TrainerState } from '../core/state.js';
 import { assertFiniteReward, TrainerBase, type TrainerInputs, type TrainerNames, type TrainOptions } from '../core/trainer.js';
 import { magrpoEvalEarlyTermination, parseMAGRPOConfig, type JointMode, type MAGRPOConfig, type MAGRPOConfigInput } from './config.js';
@@ -479,13 +478,6 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
   // -------------------------------------------------------------------------------------------
   // Saving and resuming.
   // -------------------------------------------------------------------------------------------
-
-  /** Writes `dir/agent_i/` (HF-format weights + tokenizer) for every agent (see {@link SaveOptions}). */
-  async save(dir: string, options: SaveOptions = {}): Promise<string[]> {
-    const dirs = await saveAgents(dir, this.agents, options);
-    if (options.final !== false) await this.logger?.log(this.envStep, { final_model_saved: 1 });
-    return dirs;
-  }
 
   /** Everything besides the weights needed to resume exactly: counters, cursor, streams, AdamW moments, buffers. */
   exportState(): MAGRPOTrainerState {

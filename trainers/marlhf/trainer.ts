@@ -30,7 +30,7 @@ import { rngFor, type Rng } from '../../src/util/rng.js';
 import { encodePrompt, generateGroup, type CompletionGroup } from '../core/generation.js';
 import { takeJointActions } from '../core/joint-step.js';
 import { mean } from '../magrpo/advantage.js';
-import { agentDirs, type ModelLayout, type SaveOptions } from '../core/save.js';
+import { agentDirs, type ModelLayout } from '../core/save.js';
 import type { TrainerState } from '../core/state.js';
 import { assertFiniteReward, type TrainerInputs, type TrainOptions } from '../core/trainer.js';
 import { selectPreferencePairs } from '../madpo/preference.js';
@@ -200,11 +200,11 @@ export class MARLHFTrainer<T, S> extends MAGRPOTrainer<T, S> {
     }
   }
 
-  /** Writes `dir/agent_i/` (see MAGRPOTrainer.save) and the reward model into `dir/reward_model/`. */
-  override async save(dir: string, options: SaveOptions = {}): Promise<string[]> {
+  /** The reward model, into `dir/reward_model/`. */
+  protected override async saveOwnModels(dir: string): Promise<string[]> {
     const rm = join(dir, REWARD_MODEL_DIR);
     await this.rewardModel.save(rm);
-    return [...(await super.save(dir, options)), rm];
+    return [rm];
   }
 
   /** MAGRPO's state plus the phase (the reward model's weights are in the checkpoint's `reward_model/`). */
