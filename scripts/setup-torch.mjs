@@ -10,6 +10,7 @@
 //
 // Exit codes: 0 ready, 1 failed (message says what to change), 2 bad arguments.
 import { spawn, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
@@ -24,6 +25,11 @@ const ROOT = path.resolve(here, '..');
 const BASE = path.join(ROOT, '.torch');
 const TARGET = path.join(BASE, 'build');
 const SOURCE = path.join(ROOT, 'native', 'torch', 'comlrl_torch.cc');
+
+/** The addon source's SHA-256: an install built from other source is rebuilt. */
+function sourceHash() {
+  return fs.existsSync(SOURCE) ? createHash('sha256').update(fs.readFileSync(SOURCE)).digest('hex') : null;
+}
 const ADDON = 'comlrl_torch.node';
 const TORCH_BACKEND_JS = path.join(ROOT, 'dist', 'src', 'backend', 'torch', 'index.js');
 const TAG = '[setup:torch]';
@@ -282,6 +288,10 @@ function readManifest(dir) {
 /** Whether the install `m` is what these options ask for (without --python any working torch is). */
 function manifestMatches(m, opts) {
   if (m === null || m.node?.modules !== process.versions.modules) return false;
+  if (m.addonSource !== sourceHash()) {
+    log(`the addon's source changed since ${m.addon} was built: rebuilding`);
+    return false;
+  }
   if (opts.device === 'cuda' && !m.torch?.cuda) return false;
   if (!opts.python) return true;
   if (m.torch?.source !== 'python') return false;
@@ -324,6 +334,7 @@ async function build(tools, opts, stage, t0) {
       pythonPath: pip ? 'site' : null,
     },
     addon: ADDON,
+    addonSource: sourceHash(),
     node: { version: process.version, modules: process.versions.modules, napi: process.versions.napi },
     builtAt: new Date().toISOString(),
     setupSeconds: Math.round((Date.now() - t0) / 1000),
@@ -340,6 +351,10 @@ async function main() {
     const m = readManifest(TARGET);
     if (m === null || m.node?.modules !== process.versions.modules) {
       console.log(`${TAG} not installed${m ? ` for this Node.js (built for modules ${m.node?.modules}, this is ${process.versions.modules})` : ''} (run npm run setup:torch)`);
+      process.exit(1);
+    }
+    if (m.addonSource !== sourceHash()) {
+      console.log(`${TAG} installed, but its addon was built from older source: run npm run setup:torch`);
       process.exit(1);
     }
     if (opts.device === 'cuda' && !m.torch.cuda) {

@@ -40,4 +40,19 @@ describe('setup:torch', () => {
     expect(r.status, r.stdout + r.stderr).toBe(installed ? 0 : 1);
     expect(r.stdout + r.stderr).toMatch(installed ? /installed and working: torch \d+\.\d+\.\d+/ : /not installed/);
   });
+
+  it('--check reports an addon built from older source (a later run rebuilds it)', () => {
+    const file = path.join(torchSetupDir() ?? '', 'setup.json');
+    if (!fs.existsSync(file)) return;
+    const original = fs.readFileSync(file, 'utf8');
+    try {
+      fs.writeFileSync(file, JSON.stringify({ ...JSON.parse(original), addonSource: 'an older source' }));
+      const r = setup(['--check']);
+      expect(r.status).toBe(1);
+      expect(r.stdout).toContain('its addon was built from older source: run npm run setup:torch');
+    } finally {
+      fs.writeFileSync(file, original);
+    }
+    expect(setup(['--check']).status).toBe(0);
+  });
 });

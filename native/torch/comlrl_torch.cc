@@ -18,7 +18,11 @@
 #include <ATen/core/stack.h>
 #include <torch/version.h>
 
+#include <cstdlib>
 #include <cstring>
+#if defined(__GLIBC__)
+#include <malloc.h>
+#endif
 #include <string>
 #include <vector>
 
@@ -459,7 +463,21 @@ napi_value Runtime(napi_env env, napi_callback_info info) {
   });
 }
 
+// glibc returns each freed block above its (adaptive) mmap threshold to the system and trims the
+// heap top above 128 KiB, so a training step's activations are fresh pages every step: ~9,000 page
+// faults per step of the bench model, against ~2,700 for PyTorch from Python. Blocks up to 32 MiB
+// from the heap and a 256 MiB trim threshold keep them mapped. Environment settings win.
+void keep_freed_memory_mapped() {
+#if defined(__GLIBC__)
+  if (std::getenv("MALLOC_MMAP_THRESHOLD_") == nullptr && std::getenv("MALLOC_TRIM_THRESHOLD_") == nullptr) {
+    mallopt(M_MMAP_THRESHOLD, 32 << 20);
+    mallopt(M_TRIM_THRESHOLD, 256 << 20);
+  }
+#endif
+}
+
 napi_value Init(napi_env env, napi_value exports) {
+  keep_freed_memory_mapped();
   napi_property_descriptor props[] = {
       {"resolve", nullptr, Resolve, nullptr, nullptr, nullptr, napi_default, nullptr},
       {"call", nullptr, Call, nullptr, nullptr, nullptr, napi_default, nullptr},

@@ -24,35 +24,49 @@ export const SILU_MUL_GRAD = 'ComlrlSiluMulGrad';
  */
 export const ROTARY = 'ComlrlRotary';
 
-/**
- * One AdamW update of one parameter: inputs param, grad, m, v; attrs beta1, beta2, eps, lr,
- * weightDecay, stepSize (lr / (1 − β1ᵗ)), bc2Sqrt (√(1 − β2ᵗ)); outputs [param', m', v'], by the
- * same element-wise operations, in the same order, as the composed update in src/optim/adamw.ts.
- */
-export const ADAMW_UPDATE = 'ComlrlAdamWUpdate';
-
 /** The fused kernels a backend registers to take these ops over (all of them, or none is used). */
-export const FUSED_KERNEL_NAMES: readonly string[] = [RMS_NORM, RMS_NORM_GRAD, SILU_MUL, SILU_MUL_GRAD, ROTARY, ADAMW_UPDATE];
+export const FUSED_KERNEL_NAMES: readonly string[] = [RMS_NORM, RMS_NORM_GRAD, SILU_MUL, SILU_MUL_GRAD, ROTARY];
 
-/** The scalars of one AdamW update (see {@link ADAMW_UPDATE}). */
-export interface AdamWUpdateScalars {
+/** One parameter's part of an in-place AdamW step (see {@link fusedAdamWInPlace}). */
+export interface AdamWParamUpdate {
+  readonly param: tf.Variable;
+  readonly grad: tf.Tensor;
+  readonly m: tf.Variable;
+  readonly v: tf.Variable;
+  /** This parameter's update count, this update included (1 on its first). */
+  readonly step: number;
+}
+
+/** The hyperparameters of an in-place AdamW step; bias corrections come from each update's step. */
+export interface AdamWStepScalars {
   readonly beta1: number;
   readonly beta2: number;
   readonly eps: number;
   readonly lr: number;
   readonly weightDecay: number;
-  readonly stepSize: number;
-  readonly bc2Sqrt: number;
 }
 
 /**
- * The fused AdamW update [param', m', v'] where the active backend has it (one kernel per
- * parameter instead of ~13); null elsewhere, where the optimizer composes it from tfjs ops.
+ * A backend that updates parameters and moments in place in one multi-tensor kernel (torch:
+ * `_fused_adamw_`, one pass over memory for all parameters, as `torch.optim.AdamW(fused=True)`).
+ * It returns false, having changed nothing, when any tensor cannot be updated in place (shared
+ * with another tensor, not contiguous, held in bfloat16).
  */
-export function fusedAdamWUpdate(param: tf.Tensor, grad: tf.Tensor, m: tf.Tensor, v: tf.Tensor, scalars: AdamWUpdateScalars): [tf.Tensor, tf.Tensor, tf.Tensor] | null {
-  if (!fusedOnActiveBackend(ADAMW_UPDATE)) return null;
-  const out = tf.engine().runKernel(ADAMW_UPDATE, { param, grad, m, v }, { ...scalars } as unknown as tf.NamedAttrMap) as tf.Tensor[];
-  return [out[0], out[1], out[2]];
+export interface InPlaceAdamWBackend {
+  adamwInPlace(updates: readonly AdamWParamUpdate[], scalars: AdamWStepScalars): boolean;
+}
+
+function hasInPlaceAdamW(b: tf.KernelBackend): b is tf.KernelBackend & InPlaceAdamWBackend {
+  return typeof (b as Partial<InPlaceAdamWBackend>).adamwInPlace === 'function';
+}
+
+/**
+ * One AdamW step over all `updates` in place where the active backend can (see
+ * {@link InPlaceAdamWBackend}); false elsewhere, and the optimizer runs its per-parameter update.
+ */
+export function fusedAdamWInPlace(updates: readonly AdamWParamUpdate[], scalars: AdamWStepScalars): boolean {
+  const backend = tf.backend();
+  return updates.length > 0 && hasInPlaceAdamW(backend) && backend.adamwInPlace(updates, scalars);
 }
 
 function fusedOnActiveBackend(name: string): boolean {

@@ -5,7 +5,7 @@
  * log-softmax and its gradient hold several copies.
  */
 import * as tf from '@tensorflow/tfjs';
-import { custom, tidyKeep } from '../backend/index.js';
+import { activeBackend, custom, tidyKeep } from '../backend/index.js';
 import { matMulAgainstFrozen } from './lora/frozen-linear.js';
 
 /** Bytes of logits-sized buffers one chunk may hold at once (default 64 MiB). */
@@ -100,10 +100,15 @@ export interface HeadWeight {
 
 /**
  * One-hot rows [rows, width] of targets[r0 .. r0 + rows) over vocabulary columns [v0, v0 + width)
- * (a target outside the block gives a zero row). Built from plain numbers: tfjs's OneHot kernel
- * gives wrong values on wasm here.
+ * (a target outside the block gives a zero row). Made on the backend from the targets where it
+ * can (a [rows, width] upload per chunk otherwise); on wasm built from plain numbers, as tfjs's
+ * OneHot kernel gives wrong values there.
  */
 function oneHotRows(targets: ArrayLike<number>, r0: number, rows: number, v0: number, width: number): tf.Tensor2D {
+  if (activeBackend() !== 'wasm') {
+    const columns = Int32Array.from({ length: rows }, (_, i) => targets[r0 + i] - v0);
+    return tf.tidy(() => tf.oneHot(tf.tensor1d(columns, 'int32'), width, 1, 0, 'float32') as tf.Tensor2D);
+  }
   const data = new Float32Array(rows * width);
   for (let i = 0; i < rows; i++) {
     const c = targets[r0 + i] - v0;

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { fusedAdamWUpdate } from '../backend/fused.js';
+import { fusedAdamWInPlace, type AdamWParamUpdate } from '../backend/fused.js';
 import { uploadNow } from '../backend/ops.js';
 import { resolveAdamWConfig, type AdamWConfig, type AdamWOptions } from './config.js';
 
@@ -102,33 +102,33 @@ export class AdamW {
     const aligned = this.align(grads);
     const { lr, eps, weightDecay } = this.cfg;
     const [beta1, beta2] = this.cfg.betas;
+    // Every gradient is checked before any parameter or step count changes.
+    aligned.forEach((g, i) => {
+      const p = this.variables[i];
+      if (g && !sameShape(g.shape, p.shape)) {
+        throw new Error(`AdamW: gradient for '${p.name}' has shape [${g.shape}], variable has [${p.shape}]`);
+      }
+    });
+    const updates: AdamWParamUpdate[] = [];
     aligned.forEach((g, i) => {
       if (!g) return;
       const p = this.variables[i];
-      if (!sameShape(g.shape, p.shape)) {
-        throw new Error(`AdamW: gradient for '${p.name}' has shape [${g.shape}], variable has [${p.shape}]`);
-      }
       let slot = this.slots[i];
       if (!slot) {
         slot = { m: keptVariable(() => tf.zerosLike(p)), v: keptVariable(() => tf.zerosLike(p)), steps: 0 };
         this.slots[i] = slot;
       }
       slot.steps += 1;
-      const t = slot.steps;
+      updates.push({ param: p, grad: g, m: slot.m, v: slot.v, step: slot.steps });
+    });
+    this.steps += 1;
+    // One in-place kernel over every parameter where the backend has it (torch); else one update each.
+    if (fusedAdamWInPlace(updates, { beta1, beta2, eps, lr, weightDecay })) return;
+    for (const { param: p, grad: g, m: sm, v: sv, step: t } of updates) {
       // Scalars in float64 here, applied in float32 by the kernels, as torch does with Python floats.
       const stepSize = lr / (1 - beta1 ** t);
       const bc2Sqrt = Math.sqrt(1 - beta2 ** t);
-      const s = slot;
-      const fused = tf.tidy(() => {
-        const grad = g.dtype === 'float32' ? g : tf.cast(g, 'float32');
-        const out = fusedAdamWUpdate(p, grad, s.m, s.v, { beta1, beta2, eps, lr, weightDecay, stepSize, bc2Sqrt });
-        if (out === null) return false;
-        s.m.assign(out[1]);
-        s.v.assign(out[2]);
-        p.assign(out[0]);
-        return true;
-      });
-      if (fused) return;
+      const s = { m: sm, v: sv };
       tf.tidy(() => {
         // Each temporary is freed as soon as it is used, and each moment replaced as soon as it is
         // computed: for a 150k-row embedding every one is hundreds of MB, and a dozen alive at once
@@ -163,8 +163,7 @@ export class AdamW {
         if (decayed !== p) free(decayed);
         p.assign(next);
       });
-    });
-    this.steps += 1;
+    }
   }
 
   /** A snapshot that {@link AdamW.setState} restores exactly (moments copied to the host). */

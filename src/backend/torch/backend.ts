@@ -1,4 +1,6 @@
 import * as tf from '@tensorflow/tfjs';
+import type { AdamWParamUpdate, AdamWStepScalars, InPlaceAdamWBackend } from '../fused.js';
+import { adamwInPlace } from './fused-kernels.js';
 import type { TorchAddon, TorchArg, TorchResult } from './native.js';
 
 /** What the backend keeps per tfjs data id: the addon's tensor handle. */
@@ -27,7 +29,7 @@ export function scalarTypeOf(dtype: tf.DataType): number {
  * tfjs's `KernelBackend` over torch: tensors are `at::Tensor` handles owned by the addon, and each
  * kernel (kernels.ts) is one or a few ATen calls. tfjs keeps the op API and autodiff.
  */
-export class TorchBackend extends tf.KernelBackend {
+export class TorchBackend extends tf.KernelBackend implements InPlaceAdamWBackend {
   private readonly store: tf.DataStorage<TorchData>;
   private readonly ops = new Map<string, number>();
   // Float32 copies of bfloat16-held inputs made for the kernel in flight; freed when it returns.
@@ -132,6 +134,11 @@ export class TorchBackend extends tf.KernelBackend {
     d.bf16 = true;
     d.bf16Elements = elements;
     this.bf16Elements += elements;
+  }
+
+  /** One AdamW step over all parameters in place, in one ATen kernel (see ../fused.ts). */
+  adamwInPlace(updates: readonly AdamWParamUpdate[], scalars: AdamWStepScalars): boolean {
+    return adamwInPlace(this, updates, scalars);
   }
 
   /** Elements held in bfloat16 now: tf.memory() counts them at 4 bytes, torch holds 2. */
