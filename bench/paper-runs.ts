@@ -16,7 +16,8 @@
  * library's defaults otherwise (the paper's h_t and m_t: CC's critic reads the joint history, DC's
  * its own agent's, both with m_t, which the relay fills with its progress; value clip 0.2; δ
  * z-scored per turn group unless the arm asks for the raw δ). Critics are qwen3 checkpoints of
- * hidden 64 and 2 layers, random-init or pretrained (bench/critic-pretrain.ts), learning rate
+ * hidden 32 and 1 layer with a word vocabulary that reads every critic text whole ({@link CRITIC_WORDS}),
+ * random-init or pretrained (bench/critic-pretrain.ts), learning rate
  * {@link CRITIC_LR}. Controls: a frozen critic (learning rate 0) and a blind one (it reads only
  * m_t's turn index, so it can learn a per-turn baseline and nothing of the history).
  * MAGRPO: K samples per node (K = 2 or 4), a K-ary tree of Σ_t K^t completions per agent and task,
@@ -24,7 +25,7 @@
  */
 import { join } from 'node:path';
 import type { CriticLM } from '../src/critic/value-model.js';
-import { CRITIC_LAYOUT_WORDS } from '../src/critic/inputs.js';
+import { CRITIC_LAYOUT_WORDS, criticWordsOf, formatGlobalInfo } from '../src/critic/inputs.js';
 import type { Agent } from '../src/decpomdp/agent.js';
 import type { EvalEpisode } from '../trainers/core/eval.js';
 import { createTinyModel } from '../src/model/tiny.js';
@@ -33,7 +34,7 @@ import { loadTokenizer } from '../src/tokenizer/load.js';
 import type { Tokenizer } from '../src/tokenizer/types.js';
 import { mean } from '../src/util/stats.js';
 import { hiddenCueWords } from '../envs/hidden-cue/index.js';
-import { HiddenCueRelayEnv, relayEpisodeScore, relayTasks, RELAY_PROGRESS_WORDS, type RelayPayment, type RelayState, type RelayTask } from '../envs/hidden-cue/relay.js';
+import { HiddenCueRelayEnv, relayEpisodeScore, relayProgress, relayTasks, RELAY_PROGRESS_WORDS, type RelayPayment, type RelayState, type RelayTask } from '../envs/hidden-cue/relay.js';
 import { CoLLMCCTrainer } from '../trainers/collm/centralized.js';
 import { CoLLMDCTrainer } from '../trainers/collm/decentralized.js';
 import { MAGRPOTrainer } from '../trainers/magrpo/trainer.js';
@@ -52,9 +53,6 @@ export const CRITIC_LR = 3e-3;
 const ACTOR_LR = 5e-3;
 /** Critics are larger than the actors: they read the joint history. */
 export const CRITIC_SIZE = { hiddenSize: 32, numLayers: 1 } as const;
-/** Every word a relay critic reads (a word-level vocabulary). */
-export const CRITIC_WORDS: readonly string[] = [...new Set([...hiddenCueWords, ...CRITIC_LAYOUT_WORDS, ...RELAY_PROGRESS_WORDS])];
-
 /** A task variant of the bench. */
 export interface PaperVariant {
   readonly name: string;
@@ -69,6 +67,29 @@ export const PAPER_VARIANTS: readonly PaperVariant[] = [
   { name: 'dense H=4', horizon: 4, payment: 'dense' },
   { name: 'dense H=6', horizon: 6, payment: 'dense' },
 ];
+
+/**
+ * Every m_t line a critic of the bench's variants can read: each turn, last reward (none, or a
+ * multiple of 1/(4H), which both payments pay), its maximum, and progress (hits, score a multiple
+ * of 1/4, slot). Their numbers are words of their own to a word tokenizer (`0.0625` is 0 . 0625).
+ */
+function relayGlobalInfoLines(): string[] {
+  const lines: string[] = [];
+  for (const v of PAPER_VARIANTS) {
+    const h = v.horizon;
+    const rewards = [null, ...Array.from({ length: 4 * h + 1 }, (_, k) => k / (4 * h))];
+    for (let turn = 0; turn < h; turn++) {
+      for (const lastReward of rewards) lines.push(formatGlobalInfo({ turn, numTurns: h, lastReward, maxReward: v.payment === 'dense' ? 1 / h : 1, progress: relayProgress(0, 0, null) }));
+    }
+    for (let hits = 0; hits <= h; hits++) {
+      for (let k = 0; k <= 4 * h; k++) for (const slot of [null, 0, 1]) lines.push(relayProgress(hits, k / 4, slot));
+    }
+  }
+  return lines;
+}
+
+/** Every word a relay critic reads (a word-level vocabulary, so that no critic input has an unknown token). */
+export const CRITIC_WORDS: readonly string[] = [...new Set([...hiddenCueWords, ...CRITIC_LAYOUT_WORDS, ...RELAY_PROGRESS_WORDS, ...criticWordsOf(relayGlobalInfoLines())])];
 
 /** One arm: a method with its settings. */
 export interface PaperArm {

@@ -1,11 +1,14 @@
 /** Shared setup of the CLI, resume, eval and examples tests: tiny checkpoints and an in-process CLI. */
 import { createHash } from 'node:crypto';
-import { mkdtemp, readdir, readFile, rm, stat } from 'node:fs/promises';
+import { mkdtemp, readdir, readFile, rm, stat, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { afterAll, beforeAll, expect } from 'vitest';
 import { stringify } from 'yaml';
 import { toyWords } from '../envs/toy/task.js';
 import { main, type CommandContext } from '../cli/main.js';
+import { initBackend, setBackendLogger, type BackendName } from '../src/backend/init.js';
+import { readMetrics } from '../src/logging/metrics.js';
 import { createTinyModel } from '../src/model/tiny.js';
 
 /** A temp dir and its remover. */
@@ -23,6 +26,64 @@ export async function tinyModels(root: string, names: readonly string[], seed0 =
     dirs.push(dir);
   }
   return dirs;
+}
+
+/** A CLI test file's temp root and tiny agent checkpoints; read the fields only once `beforeAll` ran. */
+export interface CliWorkspace {
+  readonly root: string;
+  readonly agents: string[];
+}
+
+/**
+ * The set-up every CLI test file shares: at module top level, registers a `beforeAll` that silences
+ * the backend logger, starts `backend` (default wasm), makes a temp root and writes tiny checkpoints
+ * named `agentNames` (default a0, a1) in it, and an `afterAll` that removes the root.
+ */
+export function useCliWorkspace(name: string, options: { backend?: BackendName; agentNames?: readonly string[] } = {}): CliWorkspace {
+  let root: string | undefined;
+  let agents: string[] | undefined;
+  let cleanup: (() => Promise<void>) | undefined;
+  beforeAll(async () => {
+    setBackendLogger(null);
+    await initBackend(options.backend ?? 'wasm');
+    const tmp = await tempDir(name);
+    ({ dir: root, cleanup } = tmp);
+    agents = await tinyModels(tmp.dir, options.agentNames ?? ['a0', 'a1']);
+  });
+  afterAll(async () => cleanup?.());
+  // Getters: the values exist only once beforeAll ran, and a test file reads them inside its hooks and tests.
+  const ready = <T>(v: T | undefined, field: string): T => {
+    if (v === undefined) throw new Error(`useCliWorkspace('${name}'): ${field} read before beforeAll ran`);
+    return v;
+  };
+  return {
+    get root() {
+      return ready(root, 'root');
+    },
+    get agents() {
+      return ready(agents, 'agents');
+    },
+  };
+}
+
+/**
+ * Writes the run config `configFor(<root>/<name>)` to `<root>/<name>.yaml` and runs `comlrl train`
+ * on it with `extra` arguments; expects exit 0 and returns the run directory `<root>/<name>`.
+ */
+export async function trainRun(root: string, name: string, configFor: (out: string) => string, extra: readonly string[] = []): Promise<string> {
+  const out = join(root, name);
+  const file = join(root, `${name}.yaml`);
+  await writeFile(file, configFor(out));
+  const r = await cli(['train', '--config', file, ...extra]);
+  expect(r.code, r.err).toBe(0);
+  return out;
+}
+
+/** A run's metrics rows without timing and memory values (which differ run to run), to compare two runs. */
+export function trainerRows(runDir: string): Record<string, unknown>[] {
+  return readMetrics(join(runDir, 'metrics.jsonl'))
+    .filter((r) => !('run/backend' in r))
+    .map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith('perf/') && !k.startsWith('time/') && !k.endsWith('time_s'))));
 }
 
 /** Output of one in-process CLI call. */

@@ -6,26 +6,15 @@ import { existsSync } from 'node:fs';
 import { mkdir, readdir, readFile, writeFile } from 'node:fs/promises';
 import { parse } from 'yaml';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { displayPath } from '../cli/display-path.js';
 import { handleInterrupts } from '../cli/interrupt.js';
 import { main, type CommandContext } from '../cli/main.js';
 import { resumeCommandFor } from '../cli/training/run-dir.js';
-import { initBackend, setBackendLogger } from '../src/backend/init.js';
 import { writeCheckpointAtomically } from '../src/checkpoint/atomic.js';
-import { cli, snapshot, tempDir, tinyModels, toyConfigYaml } from './cli-helpers.js';
+import { cli, snapshot, toyConfigYaml, useCliWorkspace } from './cli-helpers.js';
 
-let root: string;
-let cleanup: () => Promise<void>;
-let agents: string[];
-
-beforeAll(async () => {
-  setBackendLogger(null);
-  await initBackend('wasm');
-  ({ dir: root, cleanup } = await tempDir('cli-interrupt'));
-  agents = await tinyModels(root, ['a0', 'a1']);
-});
-afterAll(async () => cleanup());
+const ws = useCliWorkspace('cli-interrupt');
 
 /** A CLI context that sends `signal` once, at the first progress line after training started. */
 function signalOnFirstProgress(signal: 'SIGINT' | 'SIGTERM'): { ctx: CommandContext; err: string[]; sent: () => boolean } {
@@ -49,9 +38,9 @@ function signalOnFirstProgress(signal: 'SIGINT' | 'SIGTERM'): { ctx: CommandCont
 }
 
 test('Ctrl-C before --stop-after is reached exits 130 (interrupted), with a checkpoint', async () => {
-  const out = join(root, 'sigint');
-  const file = join(root, 'sigint.yaml');
-  await writeFile(file, toyConfigYaml({ agents, out, trainItems: 8, output: { save_steps: 0 } }));
+  const out = join(ws.root, 'sigint');
+  const file = join(ws.root, 'sigint.yaml');
+  await writeFile(file, toyConfigYaml({ agents: ws.agents, out, trainItems: 8, output: { save_steps: 0 } }));
   const { ctx, err, sent } = signalOnFirstProgress('SIGINT');
   const code = await main(['train', '--config', file, '--stop-after', '15'], ctx);
   expect(sent()).toBe(true);
@@ -63,9 +52,9 @@ test('Ctrl-C before --stop-after is reached exits 130 (interrupted), with a chec
 });
 
 test('resume removes half-written checkpoint directories left by a hard quit', async () => {
-  const out = join(root, 'leftover');
-  const file = join(root, 'leftover.yaml');
-  await writeFile(file, toyConfigYaml({ agents, out, trainItems: 4 }));
+  const out = join(ws.root, 'leftover');
+  const file = join(ws.root, 'leftover.yaml');
+  await writeFile(file, toyConfigYaml({ agents: ws.agents, out, trainItems: 4 }));
   const stopped = await cli(['train', '--config', file, '--stop-after', '2']);
   expect(stopped.code, stopped.err).toBe(0);
   const junk = join(out, 'checkpoints', '.step-000004.tmp-12345-1700000000000');
@@ -80,9 +69,9 @@ test('resume removes half-written checkpoint directories left by a hard quit', a
 });
 
 test('SIGTERM (job schedulers) behaves like the first Ctrl-C: checkpoint, exit 130', async () => {
-  const out = join(root, 'sigterm');
-  const file = join(root, 'sigterm.yaml');
-  await writeFile(file, toyConfigYaml({ agents, out, trainItems: 8, output: { save_steps: 0 } }));
+  const out = join(ws.root, 'sigterm');
+  const file = join(ws.root, 'sigterm.yaml');
+  await writeFile(file, toyConfigYaml({ agents: ws.agents, out, trainItems: 8, output: { save_steps: 0 } }));
   const { ctx, err, sent } = signalOnFirstProgress('SIGTERM');
   const code = await main(['train', '--config', file], ctx);
   expect(sent()).toBe(true);
@@ -95,10 +84,10 @@ test('SIGTERM (job schedulers) behaves like the first Ctrl-C: checkpoint, exit 1
 });
 
 test('resuming a run that already finished says so and changes nothing', async () => {
-  const out = join(root, 'finished');
-  const file = join(root, 'finished.yaml');
+  const out = join(ws.root, 'finished');
+  const file = join(ws.root, 'finished.yaml');
   // 4 items × 2 epochs = 8 steps; save_steps 2 puts the last checkpoint at step 8.
-  await writeFile(file, toyConfigYaml({ agents, out, trainItems: 4 }));
+  await writeFile(file, toyConfigYaml({ agents: ws.agents, out, trainItems: 4 }));
   const first = await cli(['train', '--config', file]);
   expect(first.code, first.err).toBe(0);
   const before = await snapshot(out);
@@ -109,11 +98,11 @@ test('resuming a run that already finished says so and changes nothing', async (
 });
 
 test('output.dir given on resume is ignored with a warning; the saved config names the real run directory', async () => {
-  const out = join(root, 'moved');
-  const file = join(root, 'moved.yaml');
-  await writeFile(file, toyConfigYaml({ agents, out, trainItems: 4 }));
+  const out = join(ws.root, 'moved');
+  const file = join(ws.root, 'moved.yaml');
+  await writeFile(file, toyConfigYaml({ agents: ws.agents, out, trainItems: 4 }));
   expect((await cli(['train', '--config', file, '--stop-after', '2'])).code).toBe(0);
-  const elsewhere = join(root, 'elsewhere');
+  const elsewhere = join(ws.root, 'elsewhere');
   const r = await cli(['train', '--resume', out, '--set', `output.dir=${elsewhere}`]);
   expect(r.code, r.err).toBe(0);
   expect(r.err).toContain(`output.dir ${elsewhere} is ignored when resuming; the run continues in ${out}`);
@@ -122,7 +111,7 @@ test('output.dir given on resume is ignored with a warning; the saved config nam
 });
 
 test('a second Ctrl-C during a checkpoint write quits once it is complete and prints the --resume command (none for final/)', async () => {
-  const run = join(root, 'second-sigint');
+  const run = join(ws.root, 'second-sigint');
   /** Two signals while `dir` is being written; the lines logged and the exit code once the write completed. */
   const secondSignalDuring = async (dir: string): Promise<{ lines: string[]; exited: number | undefined }> => {
     const lines: string[] = [];

@@ -6,26 +6,15 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { cp, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
-import { initBackend, setBackendLogger } from '../src/backend/init.js';
-import { cli, tempDir, tinyModels, toyConfigYaml } from './cli-helpers.js';
+import { expect, test } from 'vitest';
+import { cli, toyConfigYaml, useCliWorkspace } from './cli-helpers.js';
 
-let root: string;
-let cleanup: () => Promise<void>;
-let agents: string[];
-
-beforeAll(async () => {
-  setBackendLogger(null);
-  await initBackend('wasm');
-  ({ dir: root, cleanup } = await tempDir('cli-load-failures'));
-  agents = await tinyModels(root, ['a0', 'a1']);
-});
-afterAll(async () => cleanup());
+const ws = useCliWorkspace('cli-load-failures');
 
 /** A copy of agent 1's model folder, changed by `edit`. */
 async function brokenCopy(name: string, edit: (dir: string) => Promise<void>): Promise<string> {
-  const dir = join(root, name);
-  await cp(agents[1], dir, { recursive: true });
+  const dir = join(ws.root, name);
+  await cp(ws.agents[1], dir, { recursive: true });
   await edit(dir);
   return dir;
 }
@@ -38,9 +27,9 @@ async function editJson(file: string, edit: (o: Record<string, unknown>) => void
 
 /** Runs `train` on agents [agent 0, `second`]; returns the run's stderr and exit code, and whether output.dir exists after it. */
 async function train(name: string, second: string, set: string[] = [], output: Record<string, unknown> = {}): Promise<{ code: number; err: string; created: boolean; out: string; file: string }> {
-  const out = join(root, `${name}-run`);
-  const file = join(root, `${name}.yaml`);
-  await writeFile(file, toyConfigYaml({ agents: [agents[0], second], out, trainItems: 1, output: { eval_before_after: false, plots: false, ...output } }));
+  const out = join(ws.root, `${name}-run`);
+  const file = join(ws.root, `${name}.yaml`);
+  await writeFile(file, toyConfigYaml({ agents: [ws.agents[0], second], out, trainItems: 1, output: { eval_before_after: false, plots: false, ...output } }));
   const r = await cli(['train', '--config', file, ...set.flatMap((s) => ['--set', s])]);
   return { code: r.code, err: r.err, created: existsSync(out), out, file };
 }
@@ -57,7 +46,7 @@ test('a word-level vocabulary without its unknown token is refused at load, nami
   expect(r.err).toContain(`tokenizer.json in ${dir}: the unknown token "[UNK]" (field "model.unk_token") is not in the vocabulary`);
   expect(r.created).toBe(false);
   // Fixed, the same command starts the run where the failed one would have been.
-  await cp(tokFile(agents[1]), tokFile(dir));
+  await cp(tokFile(ws.agents[1]), tokFile(dir));
   const again = await cli(['train', '--config', r.file]);
   expect(again.code, again.err).toBe(0);
   expect(existsSync(join(r.out, 'final'))).toBe(true);
@@ -92,14 +81,14 @@ test('model.use_chat_template with a tokenizer that has no chat template is refu
 });
 
 test('a missing model folder and a bad data row (1-based, as the file counts rows) leave no run directory', async () => {
-  const missing = await train('missing-model', join(root, 'nowhere'));
+  const missing = await train('missing-model', join(ws.root, 'nowhere'));
   expect(missing.code).not.toBe(0);
   expect(missing.err).toMatch(/agent 1: model directory .*nowhere not found/);
   expect(missing.created).toBe(false);
 
-  const data = join(root, 'posts.jsonl');
+  const data = join(ws.root, 'posts.jsonl');
   await writeFile(data, ['{"prompt": "a post"}', '{"prompt": "another post"}', '{"completion": "no prompt"}'].join('\n') + '\n');
-  const bad = await train('bad-data', agents[1], ['dataset.task=tldr', `dataset.path=${data}`]);
+  const bad = await train('bad-data', ws.agents[1], ['dataset.task=tldr', `dataset.path=${data}`]);
   expect(bad.code).not.toBe(0);
   expect(bad.err).toContain(`${data}, row 3, field 'prompt'`);
   expect(bad.created).toBe(false);

@@ -6,25 +6,14 @@
 import { existsSync } from 'node:fs';
 import { cp, mkdir, readdir, readFile, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
-import { initBackend, setBackendLogger } from '../src/backend/init.js';
+import { beforeAll, describe, expect, test } from 'vitest';
 import { verifyCheckpoint } from '../src/checkpoint/atomic.js';
 import { readMetrics } from '../src/logging/metrics.js';
 import { loadCausalLM } from '../src/model/load.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
-import { cli, tempDir, tinyModels, toyConfigYaml } from './cli-helpers.js';
+import { cli, toyConfigYaml, useCliWorkspace } from './cli-helpers.js';
 
-let root: string;
-let cleanup: () => Promise<void>;
-let agents: string[];
-
-beforeAll(async () => {
-  setBackendLogger(null);
-  await initBackend('wasm');
-  ({ dir: root, cleanup } = await tempDir('cli'));
-  agents = await tinyModels(root, ['a0', 'a1']);
-});
-afterAll(async () => cleanup());
+const ws = useCliWorkspace('cli');
 
 describe('help and usage', () => {
   test('top-level and per-command help', async () => {
@@ -49,7 +38,7 @@ describe('help and usage', () => {
     expect(unknown.err).toMatch(/unknown option --confg/);
     const missingValue = await cli(['tiny-model', '--arch']);
     expect(missingValue.err).toMatch(/--arch needs a value/);
-    const badArch = await cli(['tiny-model', '--arch', 'gpt2', '--out', join(root, 'x')]);
+    const badArch = await cli(['tiny-model', '--arch', 'gpt2', '--out', join(ws.root, 'x')]);
     expect(badArch.code).toBe(2);
     expect(badArch.err).toMatch(/--arch must be qwen3, qwen2 or llama/);
     const cmd = await cli(['trian']);
@@ -62,8 +51,8 @@ describe('help and usage', () => {
 
 describe('config errors name the key', () => {
   test('unknown keys, bad values and bad overrides', async () => {
-    const file = join(root, 'bad.yaml');
-    const good = toyConfigYaml({ agents, out: join(root, 'never') });
+    const file = join(ws.root, 'bad.yaml');
+    const good = toyConfigYaml({ agents: ws.agents, out: join(ws.root, 'never') });
     await writeFile(file, good.replace('model:\n', 'model:\n  temprature: 0.5\n'));
     const unknown = await cli(['train', '--config', file]);
     expect(unknown.code).toBe(1);
@@ -81,12 +70,12 @@ describe('config errors name the key', () => {
     expect(two.err).toMatch(/exactly one trainer section is allowed/);
     const notSection = await cli(['train', '--config', file, '--set', 'seed.x=1']);
     expect(notSection.err).toMatch(/seed: is 3, not a section/);
-    expect(existsSync(join(root, 'never'))).toBe(false);
+    expect(existsSync(join(ws.root, 'never'))).toBe(false);
   });
 });
 
 test('tiny-model writes a checkpoint loadCausalLM reads', async () => {
-  const out = join(root, 'tiny-llama');
+  const out = join(ws.root, 'tiny-llama');
   const r = await cli(['tiny-model', '--arch', 'llama', '--out', out, '--seed', '4', '--hidden', '32', '--layers', '1']);
   expect(r.code).toBe(0);
   const m = await loadCausalLM(out);
@@ -103,9 +92,9 @@ describe('train from a YAML file, then eval', () => {
   let trainRun: Awaited<ReturnType<typeof cli>>;
 
   beforeAll(async () => {
-    runDir = join(root, 'run');
-    const file = join(root, 'train.yaml');
-    await writeFile(file, toyConfigYaml({ agents, out: runDir }));
+    runDir = join(ws.root, 'run');
+    const file = join(ws.root, 'train.yaml');
+    await writeFile(file, toyConfigYaml({ agents: ws.agents, out: runDir }));
     trainRun = await cli(['train', '--config', file]);
   });
 
@@ -174,7 +163,7 @@ describe('train from a YAML file, then eval', () => {
   });
 
   test('eval: the toy metrics for the trained agents and for the base models', async () => {
-    const out = join(root, 'eval.json');
+    const out = join(ws.root, 'eval.json');
     const trained = await cli(['eval', '--config', join(runDir, 'config.yaml'), '--checkpoint', runDir, '--samples', '2', '--out', out]);
     expect(trained.code, trained.err).toBe(0);
     expect(trained.out).toMatch(/toy\/reward_mean\s+[\d.e-]+/);
@@ -190,7 +179,7 @@ describe('train from a YAML file, then eval', () => {
 
   test('eval refuses a damaged checkpoint, naming the file', async () => {
     // A copy, so the run directory the other tests read stays intact.
-    const copy = join(root, 'damaged-ckpt');
+    const copy = join(ws.root, 'damaged-ckpt');
     await cp(join(runDir, 'checkpoints', 'step-000004'), copy, { recursive: true });
     const weights = join(copy, 'agent_0', 'model.safetensors');
     await truncate(weights, 100);
@@ -201,8 +190,8 @@ describe('train from a YAML file, then eval', () => {
 });
 
 test('demo: a short run end to end with cached tiny checkpoints, reporting the margin', async () => {
-  const cache = join(root, 'cache');
-  const out = join(root, 'demo-run');
+  const cache = join(ws.root, 'cache');
+  const out = join(ws.root, 'demo-run');
   const r = await cli(['demo', '--steps', '4', '--seed', '1', '--out', out, '--cache', cache]);
   expect(r.code, r.err).toBe(0);
   expect(r.out).toMatch(/demo: evaluated reward [\d.e-]+ → [\d.e-]+ \(margin [+-][\d.e-]+; 1 = the agents always agree/);
@@ -213,7 +202,7 @@ test('demo: a short run end to end with cached tiny checkpoints, reporting the m
   // The checkpoints are cached: a second demo reuses them (same files, untouched).
   const marker = join(cache, 'demo', 'agent-a', 'comlrl-demo.json');
   const before = await readFile(marker, 'utf8');
-  const again = await cli(['demo', '--trainer', 'collm-cc', '--steps', '2', '--out', join(root, 'demo-cc'), '--cache', cache]);
+  const again = await cli(['demo', '--trainer', 'collm-cc', '--steps', '2', '--out', join(ws.root, 'demo-cc'), '--cache', cache]);
   expect(again.code, again.err).toBe(0);
   expect(await readFile(marker, 'utf8')).toBe(before);
   expect(existsSync(join(cache, 'demo', 'critic-a', 'model.safetensors'))).toBe(true);
@@ -221,10 +210,10 @@ test('demo: a short run end to end with cached tiny checkpoints, reporting the m
 
 describe('reviewer fixes: output paths, splits, hints', () => {
   test("train refuses to overwrite a config.yaml already in the output directory (the user's own)", async () => {
-    const dir = join(root, 'user-dir');
+    const dir = join(ws.root, 'user-dir');
     await mkdir(dir, { recursive: true });
     const file = join(dir, 'config.yaml');
-    const text = `# my precious comments\n${toyConfigYaml({ agents, out: join(root, 'elsewhere') })}`;
+    const text = `# my precious comments\n${toyConfigYaml({ agents: ws.agents, out: join(ws.root, 'elsewhere') })}`;
     await writeFile(file, text);
     const r = await cli(['train', '--config', file, '--set', `output.dir=${dir}`]);
     expect(r.code).toBe(1);
@@ -234,10 +223,10 @@ describe('reviewer fixes: output paths, splits, hints', () => {
   });
 
   test('bad output paths are refused up front, naming the option', async () => {
-    const aFile = join(root, 'a-file.txt');
+    const aFile = join(ws.root, 'a-file.txt');
     await writeFile(aFile, 'x');
-    const file = join(root, 'paths.yaml');
-    await writeFile(file, toyConfigYaml({ agents, out: aFile }));
+    const file = join(ws.root, 'paths.yaml');
+    await writeFile(file, toyConfigYaml({ agents: ws.agents, out: aFile }));
     const train = await cli(['train', '--config', file]);
     expect(train.code).toBe(1);
     expect(train.err).toMatch(/output\.dir .*a-file\.txt is a file, not a directory/);
@@ -258,12 +247,12 @@ describe('reviewer fixes: output paths, splits, hints', () => {
   });
 
   test('an empty train split names dataset.train_split; an empty eval split warns once', async () => {
-    const file = join(root, 'splits.yaml');
-    await writeFile(file, toyConfigYaml({ agents, out: join(root, 'splits-run'), trainItems: 1, section: { num_train_epochs: 1 } }));
+    const file = join(ws.root, 'splits.yaml');
+    await writeFile(file, toyConfigYaml({ agents: ws.agents, out: join(ws.root, 'splits-run'), trainItems: 1, section: { num_train_epochs: 1 } }));
     const empty = await cli(['train', '--config', file, '--set', 'dataset.train_split=[:0]']);
     expect(empty.code).toBe(1);
     expect(empty.err).toMatch(/dataset\.train_split '\[:0\]' selects no rows from the built-in train items of task toy-coord/);
-    expect(existsSync(join(root, 'splits-run'))).toBe(false);
+    expect(existsSync(join(ws.root, 'splits-run'))).toBe(false);
 
     const noEval = await cli(['train', '--config', file, '--set', 'dataset.eval_split=[:0]']);
     expect(noEval.code, noEval.err).toBe(0);
@@ -276,10 +265,10 @@ describe('reviewer fixes: output paths, splits, hints', () => {
   });
 
   test("demo's hint for an output directory that holds a run names --out, not --resume", async () => {
-    const out = join(root, 'demo-taken');
+    const out = join(ws.root, 'demo-taken');
     await mkdir(out, { recursive: true });
     await writeFile(join(out, 'metrics.jsonl'), '');
-    const r = await cli(['demo', '--steps', '1', '--out', out, '--cache', join(root, 'cache-hint')]);
+    const r = await cli(['demo', '--steps', '1', '--out', out, '--cache', join(ws.root, 'cache-hint')]);
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/already holds a run; choose another --out DIR/);
     expect(r.err).not.toMatch(/--resume|output\.dir/);

@@ -12,6 +12,7 @@ import {
   createCriticHead,
   createLinearHead,
   CRITIC_LAYOUT_WORDS,
+  criticWordsOf,
   decentralizedCriticIds,
   formatCriticNumber,
   formatGlobalInfo,
@@ -199,6 +200,18 @@ describe('critic inputs', () => {
     expect(sharedHeadIds([5, 6], [7], null, globalInfoPrefixIds(tok, m))).toEqual([...enc(`${formatGlobalInfo(m)}\n\n`), 5, 6, 7]);
     expect(sharedHeadIds([5, 6, 7], null, 2)).toEqual([5, 6]);
     expect(CRITIC_LAYOUT_WORDS).toContain('Agent');
+  });
+
+  it('criticWordsOf splits as a word tokenizer does: with its words, m_t with progress and decimals has no [UNK]', async () => {
+    const mt = formatGlobalInfo({ turn: 2, numTurns: 4, lastReward: 0.0625, maxReward: 0.25, progress: 'hits 1; score 1.75' });
+    expect(mt).toBe('[Global Info] turn 3 of 4; last reward: 0.0625 (max 0.25); hits 1; score 1.75');
+    expect(criticWordsOf([mt])).toEqual(['[', 'Global', 'Info', ']', 'turn', '3', 'of', '4', ';', 'last', 'reward', ':', '0', '.', '0625', '(', 'max', '25', ');', 'hits', '1', 'score', '75']);
+    // The layout words alone miss the multi-digit runs (0625, 25, 75) but not the punctuation run `);`.
+    const missing = criticWordsOf([mt]).filter((w) => !CRITIC_LAYOUT_WORDS.includes(w));
+    expect(missing).toEqual(['0625', '25', 'hits', 'score', '75']);
+    const critic = await tinyCritic(dir, 'words-of', 5, criticWordsOf([mt]));
+    expect(critic.tokenizer.encode(mt)).not.toContain(0);
+    critic.model.dispose();
   });
 });
 

@@ -4,26 +4,14 @@
  * run that was never stopped, and writes its plots. Full fine-tuning: the CLI loads each agent's
  * starting folder as its reference in both runs (never the checkpoint's weights).
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { stringify } from 'yaml';
-import { initBackend, setBackendLogger } from '../src/backend/init.js';
-import { readMetrics } from '../src/logging/metrics.js';
-import { cli, tempDir, tinyModels } from './cli-helpers.js';
+import { cli, trainerRows, trainRun, useCliWorkspace } from './cli-helpers.js';
 import { backendUnderTest } from './backend-under-test.js';
 
-let root: string;
-let cleanup: () => Promise<void>;
-let agents: string[];
-
-beforeAll(async () => {
-  setBackendLogger(null);
-  await initBackend(backendUnderTest('wasm'));
-  ({ dir: root, cleanup } = await tempDir('madpo-resume'));
-  agents = await tinyModels(root, ['a0', 'a1']);
-});
-afterAll(async () => cleanup());
+const ws = useCliWorkspace('madpo-resume', { backend: backendUnderTest('wasm') });
 
 /**
  * The toy task, 5 items × 2 epochs, a checkpoint every 2 items, K = 6 one-word candidates (one of
@@ -31,7 +19,7 @@ afterAll(async () => cleanup());
  */
 function yaml(out: string): string {
   return stringify({
-    model: { agents, temperature: 1, top_p: 1, top_k: null },
+    model: { agents: ws.agents, temperature: 1, top_p: 1, top_k: null },
     dataset: { task: 'toy-coord', train_split: '[:5]', eval_split: '[:4]' },
     madpo: {
       num_generations: 6,
@@ -51,20 +39,7 @@ function yaml(out: string): string {
   });
 }
 
-async function train(name: string, extra: string[] = []): Promise<string> {
-  const file = join(root, `${name}.yaml`);
-  await writeFile(file, yaml(join(root, name)));
-  const r = await cli(['train', '--config', file, ...extra]);
-  expect(r.code, r.err).toBe(0);
-  return join(root, name);
-}
-
-/** The metrics rows without timing and memory values (which differ run to run). */
-function trainerRows(runDir: string): Record<string, unknown>[] {
-  return readMetrics(join(runDir, 'metrics.jsonl'))
-    .filter((r) => !('run/backend' in r))
-    .map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith('perf/') && !k.startsWith('time/') && !k.endsWith('time_s'))));
-}
+const train = (name: string, extra: string[] = []): Promise<string> => trainRun(ws.root, name, yaml, extra);
 
 test('madpo: interrupted and resumed equals uninterrupted (weights, optimizer state, metrics), with plots', async () => {
   const straight = await train('straight');

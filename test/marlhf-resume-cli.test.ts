@@ -5,37 +5,29 @@
  * stopped, without fitting the reward model again, and writes the plots every trainer writes.
  */
 import { existsSync } from 'node:fs';
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { beforeAll, expect, test } from 'vitest';
 import { stringify } from 'yaml';
-import { initBackend, setBackendLogger } from '../src/backend/init.js';
 import { CRITIC_LAYOUT_WORDS } from '../src/critic/inputs.js';
-import { readMetrics } from '../src/logging/metrics.js';
 import { createTinyModel } from '../src/model/tiny.js';
 import { toyWords } from '../envs/toy/index.js';
-import { cli, tempDir, tinyModels } from './cli-helpers.js';
+import { cli, trainerRows, trainRun, useCliWorkspace } from './cli-helpers.js';
 import { backendUnderTest } from './backend-under-test.js';
 
-let root: string;
-let cleanup: () => Promise<void>;
-let agents: string[];
+const ws = useCliWorkspace('marlhf-resume', { backend: backendUnderTest('wasm') });
 let rewardModel: string;
 
+// Runs after the workspace's beforeAll (registered first): the reward model goes in its root.
 beforeAll(async () => {
-  setBackendLogger(null);
-  await initBackend(backendUnderTest('wasm'));
-  ({ dir: root, cleanup } = await tempDir('marlhf-resume'));
-  agents = await tinyModels(root, ['a0', 'a1']);
-  rewardModel = join(root, 'rm');
+  rewardModel = join(ws.root, 'rm');
   await createTinyModel({ dir: rewardModel, arch: 'qwen3', seed: 9, tokenizer: 'word', words: [...new Set([...toyWords, ...CRITIC_LAYOUT_WORDS])], hiddenSize: 32, numLayers: 1 });
 });
-afterAll(async () => cleanup());
 
 /** A toy-task run: 5 items × 2 epochs after phase 1, a checkpoint every 2 items, a buffer of 3 node samples (part-full at the stop). */
 function yaml(out: string): string {
   return stringify({
-    model: { agents, critic_model: rewardModel, temperature: 1, top_p: 1, top_k: null },
+    model: { agents: ws.agents, critic_model: rewardModel, temperature: 1, top_p: 1, top_k: null },
     dataset: { task: 'toy-coord', train_split: '[:5]', eval_split: '[:4]' },
     marlhf: {
       num_generations: 3,
@@ -59,20 +51,7 @@ function yaml(out: string): string {
   });
 }
 
-async function train(name: string, extra: string[] = []): Promise<string> {
-  const file = join(root, `${name}.yaml`);
-  await writeFile(file, yaml(join(root, name)));
-  const r = await cli(['train', '--config', file, ...extra]);
-  expect(r.code, r.err).toBe(0);
-  return join(root, name);
-}
-
-/** The metrics rows without timing and memory values (which differ run to run). */
-function trainerRows(runDir: string): Record<string, unknown>[] {
-  return readMetrics(join(runDir, 'metrics.jsonl'))
-    .filter((r) => !('run/backend' in r))
-    .map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith('perf/') && !k.startsWith('time/') && !k.endsWith('time_s'))));
-}
+const train = (name: string, extra: string[] = []): Promise<string> => trainRun(ws.root, name, yaml, extra);
 
 test('interrupted and resumed equals uninterrupted: agents, reward model, optimizer state, metrics', async () => {
   const straight = await train('straight');

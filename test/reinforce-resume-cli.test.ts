@@ -4,26 +4,14 @@
  * `agent_0/` alone): a seeded run stopped part-way and resumed ends with exactly the weights,
  * optimizer state and metrics of a run that was never stopped, and writes its plots.
  */
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, test } from 'vitest';
+import { describe, expect, test } from 'vitest';
 import { stringify } from 'yaml';
-import { initBackend, setBackendLogger } from '../src/backend/init.js';
-import { readMetrics } from '../src/logging/metrics.js';
-import { cli, tempDir, tinyModels } from './cli-helpers.js';
+import { cli, trainerRows, trainRun, useCliWorkspace } from './cli-helpers.js';
 import { backendUnderTest } from './backend-under-test.js';
 
-let root: string;
-let cleanup: () => Promise<void>;
-let agents: string[];
-
-beforeAll(async () => {
-  setBackendLogger(null);
-  await initBackend(backendUnderTest('wasm'));
-  ({ dir: root, cleanup } = await tempDir('reinforce-resume'));
-  agents = await tinyModels(root, ['a0', 'a1']);
-});
-afterAll(async () => cleanup());
+const ws = useCliWorkspace('reinforce-resume', { backend: backendUnderTest('wasm') });
 
 /** A toy-task run: 5 items × 2 epochs, a checkpoint every 2 items, a buffer of 3 node samples (part-full at the stop). */
 function yaml(section: string, models: readonly string[], out: string): string {
@@ -36,28 +24,13 @@ function yaml(section: string, models: readonly string[], out: string): string {
   });
 }
 
-async function train(name: string, text: string, extra: string[] = []): Promise<string> {
-  const file = join(root, `${name}.yaml`);
-  await writeFile(file, text);
-  const r = await cli(['train', '--config', file, ...extra]);
-  expect(r.code, r.err).toBe(0);
-  return join(root, name);
-}
-
-/** The metrics rows without timing and memory values (which differ run to run). */
-function trainerRows(runDir: string): Record<string, unknown>[] {
-  return readMetrics(join(runDir, 'metrics.jsonl'))
-    .filter((r) => !('run/backend' in r))
-    .map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith('perf/') && !k.startsWith('time/') && !k.endsWith('time_s'))));
-}
-
 describe.each([
-  { name: 'marloo', section: 'marloo', models: () => agents, files: ['agent_0/model.safetensors', 'agent_1/model.safetensors'] },
-  { name: 'centralized-magrpo', section: 'centralized_magrpo', models: () => agents.slice(0, 1), files: ['agent_0/model.safetensors'] },
+  { name: 'marloo', section: 'marloo', models: () => ws.agents, files: ['agent_0/model.safetensors', 'agent_1/model.safetensors'] },
+  { name: 'centralized-magrpo', section: 'centralized_magrpo', models: () => ws.agents.slice(0, 1), files: ['agent_0/model.safetensors'] },
 ])('$name: interrupted and resumed equals uninterrupted', ({ name, section, models, files }) => {
   test('the resumed run ends with bit-identical weights, optimizer state and metrics', async () => {
-    const straight = await train(`${name}-straight`, yaml(section, models(), join(root, `${name}-straight`)));
-    const stopped = await train(`${name}-stopped`, yaml(section, models(), join(root, `${name}-stopped`)), ['--stop-after', '4']);
+    const straight = await trainRun(ws.root, `${name}-straight`, (out) => yaml(section, models(), out));
+    const stopped = await trainRun(ws.root, `${name}-stopped`, (out) => yaml(section, models(), out), ['--stop-after', '4']);
     const state = JSON.parse(await readFile(join(stopped, 'checkpoints', 'step-000004', 'trainer_state.json'), 'utf8')) as { trainer: string; extra: { buffers: unknown[][] } };
     expect(state.trainer).toBe(name);
     expect(state.extra.buffers.flat().length).toBeGreaterThan(0);

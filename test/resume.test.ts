@@ -9,12 +9,11 @@ import { cp, readFile, rm, truncate, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
-import { readMetrics } from '../src/logging/metrics.js';
 import { parseConfigText } from '../src/config/load.js';
 import { parseRunConfig } from '../src/config/schema.js';
 import { runTraining } from '../cli/run.js';
 import { TRAINER_CONFIG_SCHEMAS } from '../cli/schemas.js';
-import { cli, snapshot, tempDir, tinyModels, toyConfigYaml } from './cli-helpers.js';
+import { cli, snapshot, tempDir, tinyModels, toyConfigYaml, trainerRows, trainRun } from './cli-helpers.js';
 import { backendUnderTest } from './backend-under-test.js';
 
 let root: string;
@@ -32,24 +31,10 @@ beforeAll(async () => {
 afterAll(async () => cleanup());
 
 /** Runs `train` on `yaml`; returns the run directory. */
-async function train(name: string, yaml: (out: string) => string, extra: string[] = []): Promise<string> {
-  const out = join(root, name);
-  const file = join(root, `${name}.yaml`);
-  await writeFile(file, yaml(out));
-  const r = await cli(['train', '--config', file, ...extra]);
-  expect(r.code, r.err).toBe(0);
-  return out;
-}
+const train = (name: string, yaml: (out: string) => string, extra: string[] = []): Promise<string> => trainRun(root, name, yaml, extra);
 
 async function bytes(file: string): Promise<Buffer> {
   return readFile(file);
-}
-
-/** The metrics rows a trainer logged, without timing and memory values (which differ run to run). */
-function trainerRows(runDir: string): Record<string, unknown>[] {
-  return readMetrics(join(runDir, 'metrics.jsonl'))
-    .filter((r) => !('run/backend' in r))
-    .map((r) => Object.fromEntries(Object.entries(r).filter(([k]) => !k.startsWith('perf/') && !k.startsWith('time/') && !k.endsWith('time_s'))));
 }
 
 describe.each([

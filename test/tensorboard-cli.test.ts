@@ -7,31 +7,20 @@
  */
 import { appendFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { parse, stringify } from 'yaml';
-import { initBackend, setBackendLogger } from '../src/backend/init.js';
 import { MetricsLogger, readMetrics, type MetricsRow } from '../src/logging/metrics.js';
 import { encodeScalarEvent, TensorBoardWriter } from '../src/logging/tensorboard.js';
 import { frameRecord } from '../src/logging/tfrecord.js';
 import { backendUnderTest } from './backend-under-test.js';
-import { cli, tempDir, tinyModels, toyConfigYaml } from './cli-helpers.js';
+import { cli, toyConfigYaml, useCliWorkspace } from './cli-helpers.js';
 import { readEventDir } from './tensorboard-reader.js';
 import { ToyCoordEnv, toyEvalTasks, toyTrainTasks, toyWords } from '../envs/toy/index.js';
 import { tensorBoardCallback } from '../trainers/core/tensorboard.js';
 import { MAGRPOTrainer } from '../trainers/magrpo/trainer.js';
 import { disposeAgents, tinyAgents } from './magrpo-helpers.js';
 
-let root: string;
-let cleanup: () => Promise<void>;
-let agents: string[];
-
-beforeAll(async () => {
-  setBackendLogger(null);
-  await initBackend(backendUnderTest('wasm'));
-  ({ dir: root, cleanup } = await tempDir('tensorboard-cli'));
-  agents = await tinyModels(root, ['a0', 'a1']);
-});
-afterAll(async () => cleanup());
+const ws = useCliWorkspace('tensorboard-cli', { backend: backendUnderTest('wasm') });
 
 /** What a metrics row becomes as scalars: numbers in float32, booleans 1/0, null NaN; strings left out. */
 function expectedScalars(row: MetricsRow): { tag: string; value: number }[] {
@@ -54,9 +43,9 @@ function expectEventsMatchMetrics(runDir: string): MetricsRow[] {
 }
 
 test('logging.tensorboard writes every metric of metrics.jsonl; a resume after a kill shows no step twice', async () => {
-  const out = join(root, 'run');
-  const file = join(root, 'run.yaml');
-  const doc = parse(toyConfigYaml({ agents, out, trainItems: 3 })) as Record<string, unknown>;
+  const out = join(ws.root, 'run');
+  const file = join(ws.root, 'run.yaml');
+  const doc = parse(toyConfigYaml({ agents: ws.agents, out, trainItems: 3 })) as Record<string, unknown>;
   await writeFile(file, stringify({ ...doc, logging: { tensorboard: true } }));
 
   const stopped = await cli(['train', '--config', file, '--stop-after', '2']);
@@ -82,7 +71,7 @@ test('logging.tensorboard writes every metric of metrics.jsonl; a resume after a
 }, 300_000);
 
 test('tensorBoardCallback: the rows a library trainer logs, at their env steps', async () => {
-  const dir = join(root, 'library');
+  const dir = join(ws.root, 'library');
   const agentsLoaded = await tinyAgents(dir, [0, 1].map((i) => ({ name: `a${i}`, arch: 'qwen3' as const, seed: 5 + i, words: [...toyWords] })));
   try {
     const logger = MetricsLogger.open(join(dir, 'metrics.jsonl'));

@@ -7,10 +7,9 @@
 import * as tf from '@tensorflow/tfjs';
 import { readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
-import { afterAll, beforeAll, expect, test } from 'vitest';
+import { expect, test } from 'vitest';
 import { stringify } from 'yaml';
 import { z } from 'zod';
-import { initBackend, setBackendLogger } from '../src/backend/init.js';
 import { ConfigError, parseRunConfig } from '../src/config/schema.js';
 import { readMetrics } from '../src/logging/metrics.js';
 import { readSafetensors } from '../src/model/safetensors.js';
@@ -22,7 +21,7 @@ import { TrainerBase, type TrainerInputs } from '../trainers/core/trainer.js';
 import { parseMAGRPOConfig } from '../trainers/magrpo/config.js';
 import { getTrainer, registerTrainer, trainerNames } from '../trainers/registry.js';
 import { backendUnderTest } from './backend-under-test.js';
-import { cli, tempDir, tinyModels } from './cli-helpers.js';
+import { cli, useCliWorkspace } from './cli-helpers.js';
 
 // ---- the toy trainer, registered in this file ----
 
@@ -104,24 +103,14 @@ registerTrainer({
 
 // ---- through the CLI ----
 
-let root: string;
-let cleanup: () => Promise<void>;
-let agents: string[];
-
-beforeAll(async () => {
-  setBackendLogger(null);
-  await initBackend(backendUnderTest('wasm'));
-  ({ dir: root, cleanup } = await tempDir('trainer-registry'));
-  agents = await tinyModels(root, ['a0', 'a1']);
-});
-afterAll(async () => cleanup());
+const ws = useCliWorkspace('trainer-registry', { backend: backendUnderTest('wasm') });
 
 /** A toy-task run config selecting the toy trainer: 2 epochs of 4 items, a checkpoint every 2. */
 async function configFile(name: string): Promise<{ file: string; out: string }> {
-  const out = join(root, name);
-  const file = join(root, `${name}.yaml`);
+  const out = join(ws.root, name);
+  const file = join(ws.root, `${name}.yaml`);
   const doc = {
-    model: { agents },
+    model: { agents: ws.agents },
     dataset: { task: 'toy-coord', train_split: '[:4]', eval_split: '[:2]' },
     fixed_step: { num_train_epochs: 2, learning_rate: 0.01, weight_decay: 0 },
     output: { dir: out, save_steps: 2 },
@@ -176,7 +165,7 @@ test('comlrl train runs the registered trainer: every item, checkpoints, final/ 
   expect(rows.map((row) => row['train/fixed_step'])).toEqual([1, 3, 2, 1, 3, 2, 1, 3]);
   // Every weight moved from the base model.
   for (const i of [0, 1]) {
-    const base = readSafetensors(join(agents[i], 'model.safetensors'));
+    const base = readSafetensors(join(ws.agents[i], 'model.safetensors'));
     const trained = readSafetensors(join(out, 'final', `agent_${i}`, 'model.safetensors'));
     for (const [name, t] of base) expect(trained.get(name)?.data.every((v, j) => v < t.data[j]), name).toBe(true);
   }

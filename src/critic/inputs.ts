@@ -202,9 +202,22 @@ export function globalInfoPrefixIds(tokenizer: Tokenizer, m: GlobalInfo): number
 /**
  * The words and punctuation the critic layouts print (plus the digits 0–9), for building a
  * word-level tokenizer whose critic inputs have no unknown tokens. Numbers with several digits
- * (`12`) are single words for such tokenizers and must be added separately.
+ * (`12`, and `25` of `0.25`) are single words for such tokenizers and must be added separately;
+ * {@link criticWordsOf} collects them from texts.
  */
 export const CRITIC_LAYOUT_WORDS: readonly string[] = [
   '[', ']', 'Agent', 'Global', 'Info', 'turn', 'of', ';', 'last', 'reward', ':', 'none', '(', 'max', ')',
   '.', '-', 'Joint', 'Action', 'action', 'Turn', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9',
+  // `(max 1); <progress>`: a run of punctuation is one word.
+  ');',
 ];
+
+/**
+ * The words a word-level tokenizer (pre-tokenized as runs of word characters or of punctuation,
+ * HF's `Whitespace`) makes of `texts`: what its vocabulary needs for them to have no unknown token.
+ */
+export function criticWordsOf(texts: Iterable<string>): string[] {
+  const words = new Set<string>();
+  for (const t of texts) for (const w of t.match(/\w+|[^\w\s]+/g) ?? []) words.add(w);
+  return [...words];
+}
