@@ -11,7 +11,9 @@
  * The backend-dependent sections (model, magrpo, collm, matmul) run once per backend — wasm,
  * tensorflow when it is set up, torch when it is set up (or the list in $COMLRL_BENCH_BACKENDS) —
  * each in a fresh child process, and print one column per backend; the model section adds a
- * column for torch with its LoRA base held in bfloat16.
+ * column for torch with its LoRA base held in bfloat16, and runs torch and the PyTorch f32
+ * baseline alternately $COMLRL_BENCH_ROUNDS times (default 3), reporting per-figure medians and
+ * each round's ratios.
  * Benchmarks print figures; nothing here asserts a speed.
  */
 import { spawnSync } from 'node:child_process';
@@ -222,6 +224,36 @@ function printModelTable(runs: Map<string, Figures | null>, f32: Figures | null,
   if (f32 || bf16) console.log(misses.length === 0 ? '\nEvery ratio is within its target.' : `\nOver target:\n${misses.map((m) => `- ${m}`).join('\n')}`);
 }
 
+/** $COMLRL_BENCH_ROUNDS: how many alternating torch / PyTorch f32 rounds the model section runs (default 3). */
+function benchRounds(): number {
+  const raw = process.env.COMLRL_BENCH_ROUNDS ?? '3';
+  const n = Number(raw);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`COMLRL_BENCH_ROUNDS must be a positive integer, got '${raw}'`);
+  return n;
+}
+
+/** Each figure's median over rounds (over the rounds that have it). */
+function medianFigures(rounds: readonly Figures[]): Figures {
+  const out: Figures = {};
+  for (const k of new Set(rounds.flatMap((r) => Object.keys(r)))) {
+    const xs = rounds.map((r) => r[k]).filter((x): x is number => x !== undefined).sort((a, b) => a - b);
+    const mid = xs.length >> 1;
+    out[k] = xs.length % 2 === 1 ? xs[mid] : (xs[mid - 1] + xs[mid]) / 2;
+  }
+  return out;
+}
+
+/** torch / PyTorch f32 in each round, per row: the spread behind the medians. */
+function printRoundRatios(ours: readonly Figures[], theirs: readonly Figures[]): void {
+  console.log(`
+torch / PyTorch f32 in each of the ${ours.length} rounds (the table's figures are per-figure medians):
+`);
+  for (const row of MODEL_ROWS) {
+    const rs = ours.map((o, i) => slowdown(row, o[row.key], theirs[i][row.pytorch]));
+    console.log(`- ${row.label.replace(/ \(.*\)$/, '')}: ${rs.map((r) => (r === undefined ? '–' : `${r.toFixed(2)}×`)).join(', ')}`);
+  }
+}
+
 async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv[0] === '--child') return child(argv[1] as ChildSection, argv[2] || undefined, argv[3] || undefined);
@@ -256,11 +288,25 @@ async function main(): Promise<void> {
     try {
       writeBenchModel(dir);
       const runs = new Map<string, Figures | null>();
+      // torch and PyTorch f32 alternate for `rounds` rounds and each figure is its median: one
+      // pair of runs here moves by ±20–30 % from one minute to the next.
+      const rounds = benchRounds();
+      const torchRounds: Figures[] = [];
+      const f32Rounds: Figures[] = [];
       for (const b of backends) {
-        runs.set(b, onBackend(b, 'model', { dir }));
-        if (b === 'torch') runs.set(BF16_COLUMN, onBackend(b, 'model', { dir, model: { parts: 'lora', frozenBaseDtype: 'bfloat16' } }));
+        if (b !== 'torch') runs.set(b, onBackend(b, 'model', { dir }));
+        else {
+          for (let r = 0; r < rounds; r++) {
+            const ours = onBackend(b, 'model', { dir });
+            const theirs = torchBaseline(dir, 'float32');
+            if (ours) torchRounds.push(ours);
+            if (theirs) f32Rounds.push(theirs);
+          }
+          runs.set(b, torchRounds.length > 0 ? medianFigures(torchRounds) : null);
+          runs.set(BF16_COLUMN, onBackend(b, 'model', { dir, model: { parts: 'lora', frozenBaseDtype: 'bfloat16' } }));
+        }
       }
-      const f32 = torchBaseline(dir, 'float32');
+      const f32 = f32Rounds.length > 0 ? medianFigures(f32Rounds) : torchBaseline(dir, 'float32');
       const bf16 = torchBaseline(dir, 'bfloat16');
       const py = torchPython();
       const threads = (t: Figures): string => (t.threads_own !== undefined ? `best of ${t.threads_own} and ${t.threads} threads per figure` : `${t.threads} thread${t.threads === 1 ? '' : 's'}`);
@@ -269,6 +315,7 @@ async function main(): Promise<void> {
       const torchThreads = runs.get('torch')?.threads;
       if (torchThreads !== undefined) console.log(`comlrl's torch backend: ${torchThreads} thread${torchThreads === 1 ? '' : 's'} (COMLRL_TORCH_THREADS; default torch's own)`);
       printModelTable(runs, f32, bf16);
+      if (torchRounds.length > 1 && torchRounds.length === f32Rounds.length) printRoundRatios(torchRounds, f32Rounds);
       const rates = new Set(['gen_recompute_tokens_per_s']);
       sideBySide('Model, more figures (load_avg_1m: the machine\'s load average when each column started)', ['gen_recompute_tokens_per_s', 'gen_cache_speedup', 'params', 'lora_params', 'load_avg_1m'], runs, rates);
       if (!f32) console.log('\n(PyTorch baseline skipped: no Python with torch: set COMLRL_TORCH_PYTHON, or run npm run setup:torch)');

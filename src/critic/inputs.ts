@@ -202,14 +202,12 @@ export function globalInfoPrefixIds(tokenizer: Tokenizer, m: GlobalInfo): number
 /**
  * The words and punctuation the critic layouts print (plus the digits 0–9), for building a
  * word-level tokenizer whose critic inputs have no unknown tokens. Numbers with several digits
- * (`12`, and `25` of `0.25`) are single words for such tokenizers and must be added separately;
- * {@link criticWordsOf} collects them from texts.
+ * (`12`, and `25` of `0.25`) are single words for such tokenizers, and so is the punctuation run `);`
+ * that m_t prints when an env gives progress: add them, e.g. with {@link criticWordsOf} on sample texts.
  */
 export const CRITIC_LAYOUT_WORDS: readonly string[] = [
   '[', ']', 'Agent', 'Global', 'Info', 'turn', 'of', ';', 'last', 'reward', ':', 'none', '(', 'max', ')',
   '.', '-', 'Joint', 'Action', 'action', 'Turn', '0', '1', '2', '3', '4', '5', '6', '7', '8', '9',
-  // `(max 1); <progress>`: a run of punctuation is one word.
-  ');',
 ];
 
 /**

@@ -1,6 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
 import type { AdamWParamUpdate, AdamWStepScalars, InPlaceAdamWBackend } from '../fused.js';
-import { adamwInPlace } from './fused-kernels.js';
 import type { TorchAddon, TorchArg, TorchResult } from './native.js';
 
 /** What the backend keeps per tfjs data id: the addon's tensor handle. */
@@ -12,6 +11,9 @@ interface TorchData {
   /** Elements of a bfloat16-held tensor (2 bytes each, where tfjs counts 4). */
   bf16Elements?: number;
 }
+
+/** c10::MemoryFormat::Contiguous (clone's default keeps the source's strides). */
+const MEMORY_FORMAT_CONTIGUOUS = 0;
 
 /** torch's scalar type codes (c10::ScalarType) for the dtypes tfjs has. */
 export const SCALAR_TYPE = { float32: 6, int32: 3, bool: 11, int64: 4, bfloat16: 15 } as const;
@@ -136,9 +138,51 @@ export class TorchBackend extends tf.KernelBackend implements InPlaceAdamWBacken
     this.bf16Elements += elements;
   }
 
-  /** One AdamW step over all parameters in place, in one ATen kernel (see ../fused.ts). */
-  adamwInPlace(updates: readonly AdamWParamUpdate[], scalars: AdamWStepScalars): boolean {
-    return adamwInPlace(this, updates, scalars);
+  /**
+   * AdamW over all parameters in one `_fused_adamw_` call (see InPlaceAdamWBackend in ../fused.ts).
+   * A parameter or moment that no other tfjs tensor shares (refCount 1), held in float32 and
+   * contiguous, is updated in place; any other is updated on a contiguous copy that its variable
+   * then takes, so every parameter gets the same arithmetic whichever way it is held (a resumed run
+   * matches bit for bit). Each step count travels as a float32 scalar tensor, as torch keeps it.
+   */
+  adamwInPlace(updates: readonly AdamWParamUpdate[], s: AdamWStepScalars): boolean {
+    if (updates.some((u) => u.grad.dtype !== 'float32' || u.param.dtype !== 'float32')) return false;
+    const made: number[] = [];
+    const copies: Array<{ variable: tf.Variable; handle: number }> = [];
+    const target = (variable: tf.Variable): number => {
+      const h = this.handle(variable);
+      if (this.refCount(variable.dataId) === 1 && !this.isBf16(variable) && this.call('aten::is_contiguous', '', [h]) === true) return h;
+      const copy = this.call1('aten::clone', '', [h, MEMORY_FORMAT_CONTIGUOUS]);
+      copies.push({ variable, handle: copy });
+      return copy;
+    };
+    try {
+      const params = updates.map((u) => target(u.param));
+      const ms = updates.map((u) => target(u.m));
+      const vs = updates.map((u) => target(u.v));
+      const grads = updates.map((u) => {
+        const h = this.call1('aten::contiguous', '', [this.handle(u.grad)]);
+        made.push(h);
+        return h;
+      });
+      const stepsAll = this.addon.upload(Float32Array.from(updates, (u) => u.step), [updates.length], this.device);
+      made.push(stepsAll);
+      const steps = this.callN('aten::unbind', 'int', [stepsAll, 0]);
+      made.push(...steps);
+      this.call('aten::_fused_adamw_', '', [params, grads, ms, vs, [], steps, s.lr, s.beta1, s.beta2, s.weightDecay, s.eps, false, false]);
+    } catch (err) {
+      for (const c of copies) this.addon.free(c.handle);
+      throw err;
+    } finally {
+      for (const h of made) this.addon.free(h);
+      this.releaseTemps();
+    }
+    for (const { variable, handle } of copies) {
+      const t = tf.engine().makeTensorFromTensorInfo(this.out(handle, variable.shape, 'float32'));
+      variable.assign(t);
+      t.dispose();
+    }
+    return true;
   }
 
   /** Elements held in bfloat16 now: tf.memory() counts them at 4 bytes, torch holds 2. */

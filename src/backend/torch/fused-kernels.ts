@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD, type AdamWParamUpdate, type AdamWStepScalars } from '../fused.js';
+import { RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD } from '../fused.js';
 import type { TorchBackend } from './backend.js';
 import type { TorchArg } from './native.js';
 import type { TorchKernel } from './kernel.js';
@@ -102,53 +102,3 @@ export const FUSED_KERNELS: TorchKernel[] = [
     },
   },
 ];
-
-/** c10::MemoryFormat::Contiguous (clone's default keeps the source's strides). */
-const MEMORY_FORMAT_CONTIGUOUS = 0;
-
-/**
- * AdamW over all parameters in one `_fused_adamw_` call (see InPlaceAdamWBackend in ../fused.ts).
- * A parameter or moment that no other tfjs tensor shares (backend refCount 1), held in float32 and
- * contiguous, is updated in place; any other is updated on a contiguous copy that its variable
- * then takes, so every parameter gets the same arithmetic whichever way it is held (a resumed run
- * matches bit for bit). Each step count travels as a float32 scalar tensor, as torch keeps it.
- */
-export function adamwInPlace(b: TorchBackend, updates: readonly AdamWParamUpdate[], s: AdamWStepScalars): boolean {
-  if (updates.some((u) => u.grad.dtype !== 'float32' || u.param.dtype !== 'float32')) return false;
-  const made: number[] = [];
-  const copies: Array<{ variable: tf.Variable; handle: number }> = [];
-  const target = (variable: tf.Variable): number => {
-    const h = b.handle(variable);
-    if (b.refCount(variable.dataId) === 1 && !b.isBf16(variable) && b.call('aten::is_contiguous', '', [h]) === true) return h;
-    const copy = b.call1('aten::clone', '', [h, MEMORY_FORMAT_CONTIGUOUS]);
-    copies.push({ variable, handle: copy });
-    return copy;
-  };
-  try {
-    const params = updates.map((u) => target(u.param));
-    const ms = updates.map((u) => target(u.m));
-    const vs = updates.map((u) => target(u.v));
-    const grads = updates.map((u) => {
-      const h = b.call1('aten::contiguous', '', [b.handle(u.grad)]);
-      made.push(h);
-      return h;
-    });
-    const stepsAll = b.addon.upload(Float32Array.from(updates, (u) => u.step), [updates.length], b.device);
-    made.push(stepsAll);
-    const steps = b.callN('aten::unbind', 'int', [stepsAll, 0]);
-    made.push(...steps);
-    b.call('aten::_fused_adamw_', '', [params, grads, ms, vs, [], steps, s.lr, s.beta1, s.beta2, s.weightDecay, s.eps, false, false]);
-  } catch (err) {
-    for (const c of copies) b.addon.free(c.handle);
-    throw err;
-  } finally {
-    for (const h of made) b.addon.free(h);
-    b.releaseTemps();
-  }
-  for (const { variable, handle } of copies) {
-    const t = tf.engine().makeTensorFromTensorInfo(b.out(handle, variable.shape, 'float32'));
-    variable.assign(t);
-    t.dispose();
-  }
-  return true;
-}
