@@ -47,10 +47,11 @@ export interface AdamWStepScalars {
 }
 
 /**
- * A backend that updates parameters and moments in place in one multi-tensor kernel (torch:
- * `_fused_adamw_`, one pass over memory for all parameters, as `torch.optim.AdamW(fused=True)`).
- * It returns false, having changed nothing, when any tensor cannot be updated in place (shared
- * with another tensor, not contiguous, held in bfloat16).
+ * A backend that takes a whole AdamW step in one multi-tensor kernel (torch: `_fused_adamw_`, one
+ * pass over memory for all parameters, as `torch.optim.AdamW(fused=True)`), in place where it can;
+ * a parameter or moment it cannot update in place (shared with another tensor, not contiguous,
+ * held in bfloat16) is stepped on a copy that its variable then takes. It returns false, having
+ * changed nothing, when it cannot take the step at all (a gradient or parameter not float32).
  */
 export interface InPlaceAdamWBackend {
   adamwInPlace(updates: readonly AdamWParamUpdate[], scalars: AdamWStepScalars): boolean;
