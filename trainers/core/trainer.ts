@@ -14,7 +14,7 @@ import type { AdamWOptions } from '../../src/optim/config.js';
 import { resolveWarmupSteps, scheduledLr, type LrSchedule } from '../../src/optim/schedule.js';
 import { createRng, rngFor, type Rng } from '../../src/util/rng.js';
 import type { LrScheduleSettings } from './config.js';
-import { runEvalEpisodes, type EvalCallback, type EvalEpisode } from './eval.js';
+import { evalTurnMetrics, runEvalCallbacks, runEvalEpisodes, summarizeEval, type EvalCallback, type EvalEpisode } from './eval.js';
 import { saveAgents, type SaveOptions } from './save.js';
 import type { GenerationSettings } from './generation.js';
 import { PhaseTimer, type MetricRecord, type MetricsSink } from './metrics.js';
@@ -108,6 +108,13 @@ interface ScheduledOptimizer {
 /** Throws when a reward is NaN or infinite (a trainer never learns from it silently). */
 export function assertFiniteReward(label: string, envName: string, reward: number, turn: number): void {
   if (!Number.isFinite(reward)) throw new Error(`${label}: env '${envName}' returned a non-finite reward (${reward}) at turn ${turn + 1}`);
+}
+
+/** One evaluation along one path: its env step, metrics (`eval/turn_k/...`, callbacks', timing) and episodes. */
+export interface OnePathEvalResult<T, S> {
+  readonly envStep: number;
+  readonly metrics: MetricRecord;
+  readonly episodes: EvalEpisode<T, S>[];
 }
 
 /**
@@ -319,6 +326,22 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
       discount: config.discount,
       earlyTerminationThreshold,
     });
+  }
+
+  /**
+   * An evaluation along one path ({@link TrainerBase.playEvalEpisodes}): per-turn reward and return
+   * metrics, the eval callbacks' metrics and its time, logged at the current env step.
+   */
+  protected async evaluateOnePath(earlyTerminationThreshold: number | null): Promise<OnePathEvalResult<T, S>> {
+    const t0 = performance.now();
+    const episodes = await this.playEvalEpisodes(earlyTerminationThreshold);
+    const metrics: MetricRecord = {
+      ...evalTurnMetrics(summarizeEval(episodes)),
+      ...(await runEvalCallbacks(this.evalCallbacks, episodes)),
+      'eval/time_s': (performance.now() - t0) / 1000,
+    };
+    await this.logger?.log(this.envStep, metrics);
+    return { envStep: this.envStep, metrics, episodes };
   }
 
   /**

@@ -28,14 +28,14 @@
  */
 import { planMinibatches } from '../../src/buffer/replay.js';
 import type { AdamW } from '../../src/optim/adamw.js';
-import { evalTurnMetrics, runEvalCallbacks, summarizeEval, type EvalEpisode } from '../core/eval.js';
+import type { EvalEpisode } from '../core/eval.js';
 import { encodePrompt, generateGroup, type CompletionGroup } from '../core/generation.js';
 import { takeJointActions } from '../core/joint-step.js';
 import { policyGradientStep } from '../core/loss.js';
 import { drainAgentWindows, turnKey, type MetricRecord, type UpdateWindow } from '../core/metrics.js';
 import { referenceOf, type ReferencePolicy } from '../core/reference-kl.js';
 import type { TrainerState } from '../core/state.js';
-import { assertFiniteReward, TrainerBase, type TrainerInputs } from '../core/trainer.js';
+import { assertFiniteReward, TrainerBase, type OnePathEvalResult, type TrainerInputs } from '../core/trainer.js';
 import { hasZeroSpread, mean } from '../magrpo/advantage.js';
 import { magrpoEvalEarlyTermination } from '../magrpo/config.js';
 import { madpoCandidates, parseMADPOConfig, type MADPOConfig, type MADPOConfigInput } from './config.js';
@@ -59,11 +59,7 @@ export interface MADPOTrainerOptions<T, S> extends TrainerInputs<T, S> {
 }
 
 /** One evaluation's results. */
-export interface MADPOEvalResult<T, S> {
-  readonly envStep: number;
-  readonly metrics: MetricRecord;
-  readonly episodes: EvalEpisode<T, S>[];
-}
+export type MADPOEvalResult<T, S> = OnePathEvalResult<T, S>;
 
 /** What one item's rollout produced (for its metrics). */
 interface ItemRollout {
@@ -267,15 +263,7 @@ export class MADPOTrainer<T, S> extends TrainerBase<T, S, MADPOConfig> {
 
   /** Plays the first `eval_num_samples` eval tasks, one completion per agent, as MAGRPO's evaluation. */
   async evaluate(): Promise<MADPOEvalResult<T, S>> {
-    const t0 = performance.now();
-    const episodes = await this.playEvalEpisodes(magrpoEvalEarlyTermination(this.config));
-    const metrics: MetricRecord = {
-      ...evalTurnMetrics(summarizeEval(episodes)),
-      ...(await runEvalCallbacks(this.evalCallbacks, episodes)),
-      'eval/time_s': (performance.now() - t0) / 1000,
-    };
-    await this.logger?.log(this.envStep, metrics);
-    return { envStep: this.envStep, metrics, episodes };
+    return this.evaluateOnePath(magrpoEvalEarlyTermination(this.config));
   }
 
   // -------------------------------------------------------------------------------------------

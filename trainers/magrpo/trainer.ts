@@ -23,14 +23,14 @@
 import { planMinibatches } from '../../src/buffer/replay.js';
 import type { AdamW } from '../../src/optim/adamw.js';
 import { groupAdvantages, hasZeroSpread, mean, type AdvantageMode } from './advantage.js';
-import { evalTurnMetrics, runEvalCallbacks, summarizeEval, type EvalEpisode } from '../core/eval.js';
+import type { EvalEpisode } from '../core/eval.js';
 import { encodePrompt, generateGroup, type CompletionGroup } from '../core/generation.js';
 import { takeJointActions } from '../core/joint-step.js';
 import { policyGradientStep, type PolicyGradientRow } from '../core/loss.js';
 import { groupKl, klMetrics, klPolicyGradientStep, referenceOf, type GroupKl, type KlPolicyGradientRow, type ReferencePolicy } from '../core/reference-kl.js';
 import { drainAgentWindows, turnKey, type MetricRecord, type UpdateWindow } from '../core/metrics.js';
 import type { TrainerState } from '../core/state.js';
-import { assertFiniteReward, TrainerBase, type TrainerInputs, type TrainerNames, type TrainOptions } from '../core/trainer.js';
+import { assertFiniteReward, TrainerBase, type OnePathEvalResult, type TrainerInputs, type TrainerNames, type TrainOptions } from '../core/trainer.js';
 import { magrpoEvalEarlyTermination, parseMAGRPOConfig, type JointMode, type MAGRPOConfig, type MAGRPOConfigInput } from './config.js';
 
 // ---------------------------------------------------------------------------------------------
@@ -243,12 +243,7 @@ export interface MAGRPOVariant {
 const MAGRPO_VARIANT: MAGRPOVariant = { names: { className: 'MAGRPOTrainer', label: 'MAGRPO', stateTag: 'magrpo' }, parse: parseMAGRPOConfig };
 
 /** One evaluation's results. */
-export interface MAGRPOEvalResult<T, S> {
-  readonly envStep: number;
-  /** `eval/turn_k/mean_reward`, `eval/turn_k/mean_return`, callback metrics, timing. */
-  readonly metrics: MetricRecord;
-  readonly episodes: EvalEpisode<T, S>[];
-}
+export type MAGRPOEvalResult<T, S> = OnePathEvalResult<T, S>;
 
 /**
  * Trains n LLM agents with MAGRPO on an LLM Dec-POMDP.
@@ -417,15 +412,7 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
    * restarts from the seed at every evaluation, so successive evaluations differ only by the weights.
    */
   async evaluate(): Promise<MAGRPOEvalResult<T, S>> {
-    const t0 = performance.now();
-    const episodes = await this.playEvalEpisodes(magrpoEvalEarlyTermination(this.config));
-    const metrics: MetricRecord = {
-      ...evalTurnMetrics(summarizeEval(episodes)),
-      ...(await runEvalCallbacks(this.evalCallbacks, episodes)),
-      'eval/time_s': (performance.now() - t0) / 1000,
-    };
-    await this.logger?.log(this.envStep, metrics);
-    return { envStep: this.envStep, metrics, episodes };
+    return this.evaluateOnePath(magrpoEvalEarlyTermination(this.config));
   }
 
   // -------------------------------------------------------------------------------------------
