@@ -88,8 +88,17 @@ export async function benchFwdBwd(model: TfCausalLM, loss: () => tf.Scalar): Pro
   tf.dispose([value, ...made]);
 }
 
+/**
+ * Untimed calls before a figure's timed ones. V8 compiles tfjs's op and gradient code over the
+ * first few passes: the bench model's forward + backward on torch took 231, 235 and 220 ms
+ * (medians of passes 2–6, three fresh processes) against 225, 214 and 214 ms for passes 4–8, so
+ * with one warm-up call the figure measured part of the compilation. torch_bench.py's PyTorch
+ * side has no JIT and keeps its one.
+ */
+const WARMUP_CALLS = 3;
+
 async function timed(fn: () => Promise<void> | void, reps: number): Promise<number> {
-  await fn();
+  for (let i = 0; i < WARMUP_CALLS; i++) await fn();
   const ts: number[] = [];
   for (let i = 0; i < reps; i++) {
     const t = performance.now();

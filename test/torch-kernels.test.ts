@@ -2,7 +2,10 @@ import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger, torchBackend, TORCH_KERNEL_NAMES } from '../src/backend/index.js';
 import { createRng } from '../src/util/rng.js';
-import { RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD, rmsNorm, rotary, siluMul } from '../src/backend/fused.js';
+import { ATTENTION, ATTENTION_GRAD, LINEAR, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD, RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD, rmsNorm, rotary, siluMul } from '../src/backend/fused.js';
+import { linear } from '../src/backend/ops.js';
+import { selfAttention } from '../src/model/attention.js';
+import { chunkLogProbs, logitsGrad } from '../src/model/lm-head.js';
 import { AdamW } from '../src/optim/adamw.js';
 
 // Kernel conformance: every kernel the torch backend registers, run through tfjs's ops on random
@@ -266,6 +269,33 @@ add({ kernel: SILU_MUL_GRAD, name: '[5, 12]', inputs: [F([5, 12], [-4, 4]), F([5
 for (const [xs, ts] of [[[2, 3, 5, 8], [2, 1, 5, 8]], [[2, 1, 3, 4], [2, 1, 1, 4]]] as Array<[number[], number[]]>) {
   add({ kernel: ROTARY, name: `x [${xs}], tables [${ts}]`, inputs: [F(xs), F(ts), F(ts)], run: (x, c, sn) => rotary(x, c, sn), grad: true });
 }
+add({ kernel: LINEAR, name: 'x [5, 6] · W [4, 6]ᵀ', inputs: [F([5, 6]), F([4, 6])], run: (x, w) => linear(x as tf.Tensor2D, w as tf.Tensor2D), grad: true });
+add({ kernel: LINEAR, name: '3 rows against a large weight (the (W·xᵀ)ᵀ route)', inputs: [F([3, 1024]), F([1024, 1024])], run: (x, w) => linear(x as tf.Tensor2D, w as tf.Tensor2D), tol: 1e-4 });
+// Self-attention: GQA (4 query heads on 2 KV heads), left padding, and blocks of query rows (the
+// block bound is set so that 7 queries split 3 + 3 + 1); tables random, as the op's math allows.
+// Each row of `attentionCases`: batch, queries, heads, KV heads, head size, pads, block bytes.
+const attentionCases: Array<[number, number, number, number, number, number[] | null, number, number]> = [
+  [2, 7, 4, 2, 8, [0, 2], 2 * 4 * 7 * 4 * 16 * 3, 2],
+  [1, 5, 2, 2, 4, null, 1 << 20, 1],
+];
+for (const [b, s, nh, kv, d, pads, blockBytes, tableRows] of attentionCases) {
+  const ins = [F([b, s, nh, d]), F([b, s, kv, d]), F([b, s, kv, d]), F([tableRows, 1, s, d]), F([tableRows, 1, s, d])];
+  const att = (q: tf.Tensor, k: tf.Tensor, v: tf.Tensor, c: tf.Tensor, sn: tf.Tensor) =>
+    selfAttention(q as tf.Tensor4D, k as tf.Tensor4D, v as tf.Tensor4D, c as tf.Tensor4D, sn as tf.Tensor4D, { pads }, blockBytes);
+  const name = `b ${b}, ${s} queries, ${nh}/${kv} heads, pads ${pads === null ? 'none' : `[${pads}]`}, tables [${tableRows},1,${s},${d}]`;
+  add({ kernel: ATTENTION, name, inputs: ins, run: att, grad: true, tol: 1e-4 });
+  add({ kernel: ATTENTION_GRAD, name, inputs: [...ins, F([b * s, nh * d])], run: (q, k, v, c, sn, dy) => tf.grads(att)([q, k, v, c, sn], dy), tol: 1e-4 });
+}
+// The head's log-probs: targets inside [0, V); their gradient over a block of the vocabulary
+// (columns 3..9 of 10), where targets 0, 1 and 2 fall outside and give zero one-hot rows.
+add({ kernel: TOKEN_LOG_PROBS, name: 'logits [6, 10]', inputs: [F([6, 10], [-4, 4]), I([6], [0, 9])], run: (l, t) => chunkLogProbs(l as tf.Tensor2D, t as tf.Tensor1D), grad: true });
+const blockTargets = [0, 4, 9, 1, 3, 2];
+add({
+  kernel: TOKEN_LOG_PROBS_GRAD,
+  name: 'block of 7 columns from 3, rows 2.. of the targets',
+  inputs: [F([4, 7], [-4, 4]), F([4], [1, 2]), F([4])],
+  run: (l, lse, dy) => logitsGrad(l as tf.Tensor2D, lse, blockTargets, 2, 3, dy),
+});
 // The optimizer's in-place step on torch (one `_fused_adamw_` over all parameters) against the
 // composed update the cpu backend runs: two steps, decay on and off. Not a tfjs kernel, so named here.
 for (const weightDecay of [0.01, 0]) {
@@ -383,18 +413,22 @@ describe('torch kernel conformance (vs the cpu backend)', () => {
 
   it('runs each fused op as one kernel on torch (the decoder reaches them through src/backend/fused.ts)', async () => {
     await initBackend('torch');
-    const x = tf.randomNormal([2, 3, 4, 8]);
+    const x = tf.randomNormal<tf.Rank.R4>([2, 3, 4, 8]);
     const w = tf.ones([8]) as tf.Tensor1D;
+    const [x2, w2] = [tf.reshape(x, [6, 32]) as tf.Tensor2D, tf.ones([5, 32]) as tf.Tensor2D];
+    const table = tf.ones([1, 1, 3, 8]) as tf.Tensor4D;
     for (const [name, f] of [
       [RMS_NORM, () => rmsNorm(x, w, 1e-6)],
       [SILU_MUL, () => siluMul(x, x)],
       [ROTARY, () => rotary(x, x, x)],
+      [LINEAR, () => linear(x2, w2)],
+      [ATTENTION, () => selfAttention(x, x, x, table, table, { pads: null })],
     ] as Array<[string, () => tf.Tensor]>) {
       const info = await tf.profile(f);
       expect(info.kernelNames, name).toEqual([name]);
       tf.dispose(info.result as tf.Tensor);
     }
-    tf.dispose([x, w]);
+    tf.dispose([x, w, x2, w2, table]);
     // An AdamW step runs no tfjs kernel once the moments exist: the parameters and moments are
     // updated in place by one ATen call, so the variable keeps its data id.
     const p = tf.variable(tf.ones([3, 4]));

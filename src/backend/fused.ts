@@ -1,8 +1,8 @@
 import * as tf from '@tensorflow/tfjs';
 
 // Fused ops: one kernel where the decoder would otherwise run several (RMSNorm's six, SwiGLU's
-// three, RoPE's five), each with one gradient kernel per input instead of tfjs's composed
-// gradients. A backend opts in by registering the kernels below (the torch backend does: a tfjs
+// three, RoPE's five, a linear layer's customGrad, self-attention's twenty-odd), each with one
+// gradient kernel instead of tfjs's composed gradients. A backend opts in by registering the kernels below (the torch backend does: a tfjs
 // kernel there costs ~15–35 µs of JavaScript, an ATen call inside one ~3 µs); on every other
 // backend these functions run the plain composition, numerically the same ops as before.
 // The kernels and their gradients are kept apart as in tfjs-core: names and gradients here, the
@@ -24,8 +24,37 @@ export const SILU_MUL_GRAD = 'ComlrlSiluMulGrad';
  */
 export const ROTARY = 'ComlrlRotary';
 
+/** y = x·Wᵀ for x [N, in] and a weight W [out, in] (Hugging Face layout). Inputs x, weight. */
+export const LINEAR = 'ComlrlLinear';
+/**
+ * Causal self-attention of one pass without a cache, from the projections to the merged heads:
+ * q [B, S, heads, d], k and v [B, S, kvHeads, d] (query head h reads KV head ⌊h·kvHeads/heads⌋),
+ * RoPE tables cos and sin [B or 1, 1, S, d] as for {@link ROTARY}; q and k are rotated, q is
+ * scaled by `scale`, and softmax(q·kᵀ + bias)·v is taken in blocks of `blockRows` query rows
+ * (the bias masks later keys and each row's first `pads[row]` keys; `pads` empty: no padding).
+ * Output [B·S, heads·d]. Inputs q, k, v, cos, sin; attrs scale, pads, blockRows.
+ */
+export const ATTENTION = 'ComlrlAttention';
+/**
+ * Gradients of {@link ATTENTION} given dy [B·S, heads·d]: with `wrt` 'qkv' three outputs (∂q, ∂k,
+ * ∂v), with 'cos' or 'sin' that table's. Inputs dy, q, k, v, cos, sin; attrs as ATTENTION's and wrt.
+ */
+export const ATTENTION_GRAD = 'ComlrlAttentionGrad';
+
+/**
+ * Per row of logits [n, V] and targets [n] (int32): log softmax(logits)[target] and log Σ exp(logits).
+ * Outputs lp [n], lse [n]. Inputs logits, targets.
+ */
+export const TOKEN_LOG_PROBS = 'ComlrlTokenLogProbs';
+/**
+ * (onehot(target) − exp(logits − lse))·dy per row, [n, V]: the gradient of Σ dy·lp with respect to
+ * the logits (a target outside [0, V) has no one, as in a block of the vocabulary it is not in).
+ * Inputs logits [n, V], lse [n], targets [n] int32, dy [n].
+ */
+export const TOKEN_LOG_PROBS_GRAD = 'ComlrlTokenLogProbsGrad';
+
 /** The fused kernels a backend registers to take these ops over (all of them, or none is used). */
-export const FUSED_KERNEL_NAMES: readonly string[] = [RMS_NORM, RMS_NORM_GRAD, SILU_MUL, SILU_MUL_GRAD, ROTARY];
+export const FUSED_KERNEL_NAMES: readonly string[] = [RMS_NORM, RMS_NORM_GRAD, SILU_MUL, SILU_MUL_GRAD, ROTARY, LINEAR, ATTENTION, ATTENTION_GRAD, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD];
 
 /** One parameter's part of an in-place AdamW step (see {@link fusedAdamWInPlace}). */
 export interface AdamWParamUpdate {
@@ -70,13 +99,20 @@ export function fusedAdamWInPlace(updates: readonly AdamWParamUpdate[], scalars:
   return updates.length > 0 && hasInPlaceAdamW(backend) && backend.adamwInPlace(updates, scalars);
 }
 
-function fusedOnActiveBackend(name: string): boolean {
+/** Whether the active backend registers the fused kernel `name` (one of {@link FUSED_KERNEL_NAMES}). */
+export function fusedOnActiveBackend(name: string): boolean {
   return tf.getKernel(name, tf.getBackend()) !== undefined;
 }
 
-function run<T extends tf.Tensor>(name: string, inputs: tf.NamedTensorMap, attrs: Record<string, string | number | boolean> = {}): T {
+/** Attribute values the fused kernels take. */
+export type FusedAttrs = Record<string, string | number | boolean | readonly number[]>;
+
+/** Runs the fused kernel `name` on the active backend (check {@link fusedOnActiveBackend} first). */
+export function runFused<T extends tf.Tensor | tf.Tensor[] = tf.Tensor>(name: string, inputs: tf.NamedTensorMap, attrs: FusedAttrs = {}): T {
   return tf.engine().runKernel(name, inputs, attrs as unknown as tf.NamedAttrMap) as T;
 }
+
+const run = runFused;
 
 /** Sums a broadcast product back to the shape of the operand that was broadcast. */
 function sumToShape(t: tf.Tensor, shape: readonly number[]): tf.Tensor {
@@ -103,6 +139,14 @@ export function rmsNorm<T extends tf.Tensor>(x: T, weight: tf.Tensor1D, eps: num
 export function siluMul<T extends tf.Tensor>(gate: T, up: T): T {
   if (fusedOnActiveBackend(SILU_MUL)) return run<T>(SILU_MUL, { gate, up });
   return tf.mul(tf.mul(gate, tf.sigmoid(gate)), up);
+}
+
+/**
+ * x·Wᵀ for a weight [out, in] as one kernel where the active backend has it (gradients: ∂x = dy·W,
+ * ∂W = dyᵀ·x, each one product); null elsewhere, where the caller takes its own route.
+ */
+export function fusedLinear(x: tf.Tensor2D, weight: tf.Tensor2D): tf.Tensor2D | null {
+  return fusedOnActiveBackend(LINEAR) ? run<tf.Tensor2D>(LINEAR, { x, weight }) : null;
 }
 
 /** RoPE: x·cos + swap(x)·sinSigned (tables from `RotaryTables`, broadcast against x). */
@@ -150,6 +194,47 @@ export function registerFusedGradients(): void {
         // The tables are constants in the decoder; their gradients are here for completeness.
         cos: () => sumToShape(tf.mul(g, x), cos.shape),
         sin: () => sumToShape(tf.mul(g, swapHalves(x)), sin.shape),
+      };
+    },
+  });
+  tf.registerGradient({
+    kernelName: LINEAR,
+    inputsToSave: ['x', 'weight'],
+    gradFunc: (dy, [x, weight]) => ({
+      x: () => tf.matMul(dy as tf.Tensor, weight),
+      // A frozen weight is not on the path to the variables, so tfjs never asks for this one.
+      weight: () => tf.matMul(dy as tf.Tensor, x, true, false),
+    }),
+  });
+  tf.registerGradient({
+    kernelName: TOKEN_LOG_PROBS,
+    inputsToSave: ['logits', 'targets'],
+    outputsToSave: [false, true],
+    gradFunc: (dys, [logits, targets, lse]) => {
+      // tfjs hands zeros for an output that is not on the path, so both are tensors.
+      const [dlp, dlse] = dys as tf.Tensor[];
+      return {
+        // ∂lp/∂logits is the fused gradient kernel's; ∂lse/∂logits = softmax(logits).
+        logits: () => tf.add(run<tf.Tensor>(TOKEN_LOG_PROBS_GRAD, { logits, lse, targets, dy: dlp }), tf.mul(tf.exp(tf.sub(logits, tf.expandDims(lse, 1))), tf.expandDims(dlse, 1))),
+        targets: () => tf.zerosLike(targets),
+      };
+    },
+  });
+  tf.registerGradient({
+    kernelName: ATTENTION,
+    inputsToSave: ['q', 'k', 'v', 'cos', 'sin'],
+    gradFunc: (dy, [q, k, v, cos, sin], attrs) => {
+      const inputs = { dy: dy as tf.Tensor, q, k, v, cos, sin };
+      const a = attrs as unknown as FusedAttrs;
+      // One kernel gives all three: each needs the block's recomputed probabilities.
+      const [dq, dk, dv] = run<tf.Tensor[]>(ATTENTION_GRAD, inputs, { ...a, wrt: 'qkv' });
+      return {
+        q: () => dq,
+        k: () => dk,
+        v: () => dv,
+        // The tables are constants in the decoder; their gradients are here for completeness.
+        cos: () => run<tf.Tensor>(ATTENTION_GRAD, inputs, { ...a, wrt: 'cos' }),
+        sin: () => run<tf.Tensor>(ATTENTION_GRAD, inputs, { ...a, wrt: 'sin' }),
       };
     },
   });

@@ -1,4 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
+import { fusedLinear } from './fused.js';
 
 // Small differentiable primitives that route around the wasm backend's slow or missing kernels
 // (backend-findings §3.3/§3.4). They are numerically the plain tfjs ops on every backend.
@@ -133,7 +134,7 @@ export function linear(x: tf.Tensor2D, weight: tf.Tensor2D, bias?: tf.Tensor1D):
   if (x.shape[1] !== weight.shape[1]) {
     throw new Error(`linear: input width ${x.shape[1]} does not match weight [${weight.shape.join(',')}]`);
   }
-  const y = linearGrad(x, weight) as tf.Tensor2D;
+  const y = fusedLinear(x, weight) ?? (linearGrad(x, weight) as tf.Tensor2D);
   return bias ? tf.add(y, bias) : y;
 }
 
@@ -247,6 +248,11 @@ export function causalBias(size: number): tf.Tensor2D {
  * `rows` select a block of the queries (attention in blocks); by default all of them.
  */
 export function paddedCausalBias(padding: readonly number[], queryLen: number, keyLen: number, firstQuery = 0, rows = queryLen): tf.Tensor4D {
+  return tf.tensor4d(paddedCausalBiasValues(padding, queryLen, keyLen, firstQuery, rows), [padding.length, 1, rows, keyLen]);
+}
+
+/** The values of {@link paddedCausalBias}, row-major [B, 1, rows, K], for a backend to upload itself. */
+export function paddedCausalBiasValues(padding: readonly number[], queryLen: number, keyLen: number, firstQuery = 0, rows = queryLen): Float32Array {
   const b = padding.length;
   const data = new Float32Array(b * rows * keyLen);
   for (let r = 0; r < b; r++) {
@@ -259,7 +265,7 @@ export function paddedCausalBias(padding: readonly number[], queryLen: number, k
       }
     }
   }
-  return tf.tensor4d(data, [b, 1, rows, keyLen]);
+  return data;
 }
 
 /**

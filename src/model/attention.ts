@@ -6,6 +6,8 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { batchedMatMulIsFast, custom, paddedCausalBias, rawMatMul, transposeLast2 } from '../backend/index.js';
+import { ATTENTION, fusedOnActiveBackend, runFused } from '../backend/fused.js';
+import { applyRotary } from './rope.js';
 
 /** Which keys a query may see. */
 export interface AttentionMask {
@@ -99,6 +101,34 @@ export function blockedAttention(
     };
   });
   return op(q, kT, v);
+}
+
+/**
+ * Causal self-attention of a pass without a cache, from the projections to the merged heads:
+ * q [B, S, heads, d], k and v [B, S, kvHeads, d] as the projections give them, RoPE tables
+ * cos / sin [B or 1, 1, S, d]. Rotates q and k, scales q by 1/√d, attends in blocks as
+ * {@link blockedAttention} and returns [B·S, heads·d]. One kernel (and one gradient kernel) where
+ * the backend has the fused attention kernel (torch); elsewhere these same steps as tfjs ops.
+ */
+export function selfAttention(
+  q: tf.Tensor4D,
+  k: tf.Tensor4D,
+  v: tf.Tensor4D,
+  cos: tf.Tensor4D,
+  sin: tf.Tensor4D,
+  mask: AttentionMask,
+  blockBytes: number = DEFAULT_ATTENTION_BLOCK_BYTES,
+): tf.Tensor2D {
+  const [b, s, nh, d] = q.shape;
+  const scale = 1 / Math.sqrt(d);
+  if (fusedOnActiveBackend(ATTENTION)) {
+    const blockRows = attentionBlockRows(b, nh, s, s, blockBytes);
+    return runFused<tf.Tensor2D>(ATTENTION, { q, k, v, cos, sin }, { scale, pads: mask.pads ?? [], blockRows });
+  }
+  const qh: tf.Tensor4D = tf.mul(applyRotary(tf.transpose(q, [0, 2, 1, 3]), cos, sin), scale);
+  const kT = tf.transpose(applyRotary(tf.transpose(k, [0, 2, 1, 3]), cos, sin), [0, 1, 3, 2]) as tf.Tensor4D;
+  const out = blockedAttention(qh, kT, tf.transpose(v, [0, 2, 1, 3]), mask, blockBytes);
+  return tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [b * s, nh * d]);
 }
 
 /**

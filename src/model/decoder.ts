@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { gatherRows, linear, tidyKeep } from '../backend/index.js';
 import { rmsNorm, siluMul } from '../backend/fused.js';
-import { blockedAttention, stepAttention, type AttentionMask } from './attention.js';
+import { blockedAttention, selfAttention, stepAttention, type AttentionMask } from './attention.js';
 import type { HeadWeight } from './lm-head.js';
 import type { DecoderConfig } from './config.js';
 import { frozenEmbedding } from './lora/frozen-embedding.js';
@@ -213,8 +213,11 @@ export class Decoder {
         // One scope per layer: what the tape does not keep is freed layer by layer, not at the end.
         const input = h;
         const { out, layerCache } = tidyKeep(() => this.layer(l, input, ctx));
-        if (ctx.keepCache) cache.push(layerCache);
-        else tf.dispose([layerCache.kT, layerCache.v]);
+        // A pass that keeps no cache makes none (its attention is one fused op where it can be).
+        if (layerCache !== null) {
+          if (ctx.keepCache) cache.push(layerCache);
+          else tf.dispose([layerCache.kT, layerCache.v]);
+        }
         if (l > 0) input.dispose();
         h = out;
       }
@@ -224,7 +227,7 @@ export class Decoder {
   }
 
   /** One decoder layer: attention and MLP blocks with pre-norm residuals. */
-  private layer(l: number, h: tf.Tensor2D, ctx: ForwardContext): { out: tf.Tensor2D; layerCache: LayerCache } {
+  private layer(l: number, h: tf.Tensor2D, ctx: ForwardContext): { out: tf.Tensor2D; layerCache: LayerCache | null } {
     const p = `model.layers.${l}.`;
     const normed = rmsNorm(h, this.t(`${p}input_layernorm.weight`), this.cfg.rmsNormEps);
     const { out, layerCache } = this.attention(p, normed, ctx, ctx.past?.[l]);
@@ -245,7 +248,7 @@ export class Decoder {
     x: tf.Tensor2D,
     ctx: ForwardContext,
     past: LayerCache | undefined,
-  ): { out: tf.Tensor2D; layerCache: LayerCache } {
+  ): { out: tf.Tensor2D; layerCache: LayerCache | null } {
     const { numHeads: nh, numKvHeads: kv, headDim: d, rmsNormEps: eps } = this.cfg;
     const b = ctx.batch;
     const s = ctx.seqLen;
@@ -267,6 +270,10 @@ export class Decoder {
       const v = tf.concat([past.v, tf.reshape(v0, [b, kv, 1, d])], 2) as tf.Tensor4D;
       const out = this.proj(`${p}self_attn.o_proj.weight`, stepAttention(qs, kT, v, ctx.mask), ctx.frozen);
       return { out, layerCache: { kT, v } };
+    }
+    if (!past && !ctx.keepCache) {
+      const merged = selfAttention(q, k, v0, ctx.cos, ctx.sin, ctx.mask, ctx.attentionBlockBytes);
+      return { out: this.proj(`${p}self_attn.o_proj.weight`, merged, ctx.frozen), layerCache: null };
     }
     // [B, heads, S, d]; the 1/sqrt(d) scale is folded into q.
     const qh: tf.Tensor4D = tf.mul(applyRotary(tf.transpose(q, [0, 2, 1, 3]), ctx.cos, ctx.sin), 1 / Math.sqrt(d));

@@ -6,6 +6,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { activeBackend, custom, tidyKeep } from '../backend/index.js';
+import { fusedOnActiveBackend, runFused, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD } from '../backend/fused.js';
 import { matMulAgainstFrozen } from './lora/frozen-linear.js';
 
 /** Bytes of logits-sized buffers one chunk may hold at once (default 64 MiB). */
@@ -20,7 +21,8 @@ export function logitsChunkRows(rows: number, vocab: number, chunkBytes: number)
 }
 
 /** log softmax(logits)[target] and log Σ exp(logits) per row of one chunk: logits [n, V], targets [n]. */
-function chunkLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): [tf.Tensor1D, tf.Tensor1D] {
+export function chunkLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): [tf.Tensor1D, tf.Tensor1D] {
+  if (fusedOnActiveBackend(TOKEN_LOG_PROBS)) return runFused<[tf.Tensor1D, tf.Tensor1D]>(TOKEN_LOG_PROBS, { logits, targets });
   const [n, v] = logits.shape;
   const m = tf.max(logits, 1, true);
   const lse = tf.reshape(tf.add(tf.log(tf.sum(tf.exp(tf.sub(logits, m)), 1, true)), m), [n]) as tf.Tensor1D;
@@ -31,6 +33,11 @@ function chunkLogProbs(logits: tf.Tensor2D, targets: tf.Tensor1D): [tf.Tensor1D,
 
 // Vocabulary rows of the head multiplied at once in the backward pass (16 MiB of floats).
 const HEAD_BLOCK_FLOATS = 4 * 1024 * 1024;
+
+/** Vocabulary rows per block of the head in the backward pass. */
+function headBlockWidth(hidden: number, vocab: number): number {
+  return Math.max(1, Math.min(vocab, Math.floor(HEAD_BLOCK_FLOATS / hidden)));
+}
 
 /**
  * d Σ dy·lp / d hidden, and when `trainable` d Σ dy·lp / d head, for a head w [V, H]: the
@@ -47,10 +54,11 @@ function headGrads(
   targets: ArrayLike<number>,
   chunkBytes: number,
   trainable: boolean,
+  logits: tf.Tensor2D | null,
 ): [tf.Tensor2D, tf.Tensor2D | null] {
   const [n, h] = hid.shape;
   const vocab = w.shape[0];
-  const width = Math.max(1, Math.min(vocab, Math.floor(HEAD_BLOCK_FLOATS / h)));
+  const width = headBlockWidth(h, vocab);
   let dh: tf.Tensor2D = tf.zeros([n, h]);
   const dHeadBlocks: tf.Tensor2D[] = [];
   for (let v0 = 0; v0 < vocab; v0 += width) {
@@ -64,8 +72,8 @@ function headGrads(
         const m = Math.min(rows, n - r0);
         const [part, dPart] = tidyKeep((): [tf.Tensor, tf.Tensor | null] => {
           const hc = tf.slice(hid, [r0, 0], [m, h]) as tf.Tensor2D;
-          const p = tf.exp(tf.sub(matMulAgainstFrozen(hc, block), tf.reshape(tf.slice(lse, [r0], [m]), [m, 1])));
-          const g = tf.mul(tf.sub(oneHotRows(targets, r0, m, v0, wv), p), tf.reshape(tf.slice(dy, [r0], [m]), [m, 1])) as tf.Tensor2D;
+          // The forward pass's logits when it kept them (one block, one chunk), else recomputed.
+          const g = logitsGrad(logits ?? matMulAgainstFrozen(hc, block), tf.slice(lse, [r0], [m]), targets, r0, v0, tf.slice(dy, [r0], [m]));
           // gᵀ·hc: the [wv, H] rows of the head's gradient, in the head's own layout.
           return [tf.matMul(g, block), trainable ? tf.matMul(tf.transpose(g), hc) : null];
         });
@@ -89,6 +97,20 @@ function headGrads(
   const dHead = dHeadBlocks.length === 1 ? dHeadBlocks[0] : (tf.concat(dHeadBlocks) as tf.Tensor2D);
   if (dHeadBlocks.length > 1) tf.dispose(dHeadBlocks);
   return [dh, dHead];
+}
+
+/**
+ * (onehot − softmax)·dy for one chunk's logits over vocabulary columns [v0, v0 + V) (rows
+ * r0 onwards of `targets`): the gradient of Σ dy·lp with respect to those logits.
+ */
+export function logitsGrad(logits: tf.Tensor2D, lse: tf.Tensor, targets: ArrayLike<number>, r0: number, v0: number, dy: tf.Tensor): tf.Tensor2D {
+  const [m, width] = logits.shape;
+  if (fusedOnActiveBackend(TOKEN_LOG_PROBS_GRAD)) {
+    const columns = tf.tensor1d(Int32Array.from({ length: m }, (_, i) => targets[r0 + i] - v0), 'int32');
+    return runFused<tf.Tensor2D>(TOKEN_LOG_PROBS_GRAD, { logits, lse, targets: columns, dy });
+  }
+  const p = tf.exp(tf.sub(logits, tf.reshape(lse, [m, 1])));
+  return tf.mul(tf.sub(oneHotRows(targets, r0, m, v0, width), p), tf.reshape(dy, [m, 1]));
 }
 
 /** The output head: its weight in Hugging Face layout [V, H]. */
@@ -138,20 +160,34 @@ export function chunkedTokenLogProbs(
   for (let r0 = 0; r0 < n; r0 += rows) spans.push([r0, Math.min(rows, n - r0)]);
   const trainableHead = !head.frozen && head.weight instanceof tf.Variable && head.weight.trainable;
 
+  // When all logits are one chunk and the head one block, the forward pass keeps its logits for the
+  // backward pass (at most a third of the chunk budget, which the backward pass would fill with the
+  // same logits anyway) instead of multiplying by the head again; larger passes recompute them.
+  const keepLogits = spans.length === 1 && headBlockWidth(h, vocab) >= vocab;
+
   // Inputs: the hidden rows, the targets, and the head's weight when it trains.
   const op = custom(([hid, tgt]: [tf.Tensor2D, tf.Tensor1D, ...tf.Tensor[]], save) => {
     // The head is read in place as the first matmul operand: no transposed or packed copy of it.
-    const parts = spans.map(([r0, m]) => tf.tidy(() => chunkLogProbs(matMulAgainstFrozen(tf.slice(hid, [r0, 0], [m, h]) as tf.Tensor2D, head.weight), tf.slice(tgt, [r0], [m]))));
+    // [lp, lse] per chunk, and the logits when they are kept (a chunk's logits go with its scope).
+    const parts = spans.map(([r0, m]) =>
+      tf.tidy((): [tf.Tensor1D, tf.Tensor1D, ...tf.Tensor2D[]] => {
+        const logits = matMulAgainstFrozen(tf.slice(hid, [r0, 0], [m, h]) as tf.Tensor2D, head.weight);
+        const lpLse = chunkLogProbs(logits, tf.slice(tgt, [r0], [m]));
+        return keepLogits ? [...lpLse, logits] : lpLse;
+      }),
+    );
     const lse = parts.length === 1 ? parts[0][1] : tf.concat(parts.map((p) => p[1]));
-    save([hid, tgt, lse]);
+    save(keepLogits ? [hid, tgt, lse, parts[0][2]] : [hid, tgt, lse]);
+    // What the tape keeps is its own copy of the handle (none without a tape, as when scoring).
+    if (keepLogits) parts[0][2].dispose();
     const value = parts.length === 1 ? parts[0][0] : tf.concat(parts.map((p) => p[0]));
     return {
       value,
       gradFunc: (dy: tf.Tensor, saved: tf.Tensor[]) =>
         tf.tidy(() => {
-          const [sh, st, sLse] = saved as [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D];
+          const [sh, st, sLse, sLogits] = saved as [tf.Tensor2D, tf.Tensor1D, tf.Tensor1D, tf.Tensor2D | undefined];
           // d lp_i / d logits_i = (onehot(target_i) − softmax(logits_i)) · dy_i.
-          const [dh, dHead] = headGrads(sh, head.weight, sLse, dy, targets, chunkBytes, trainableHead);
+          const [dh, dHead] = headGrads(sh, head.weight, sLse, dy, targets, chunkBytes, trainableHead, sLogits ?? null);
           const dTargets = tf.zerosLike(st);
           return dHead ? [dh, dTargets, dHead] : [dh, dTargets];
         }),

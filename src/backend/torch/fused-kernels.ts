@@ -1,38 +1,253 @@
 import * as tf from '@tensorflow/tfjs';
-import { RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD } from '../fused.js';
-import type { TorchBackend } from './backend.js';
+import { ATTENTION, ATTENTION_GRAD, LINEAR, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD, RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD } from '../fused.js';
+import { paddedCausalBiasValues } from '../ops.js';
+import { SCALAR_TYPE, type TorchBackend } from './backend.js';
+import type { KernelAttrs } from './kernel.js';
+import { batchMatMul } from './products.js';
 import type { TorchArg } from './native.js';
 import type { TorchKernel } from './kernel.js';
 
 // The fused ops of ../fused.ts as a few ATen calls each, inside one tfjs kernel: tfjs's
 // per-kernel JavaScript is paid once. Derivations of the gradients are in the comments.
 
-/** Runs ATen calls whose intermediate results are freed when `f` returns (the answer is kept). */
-function scoped(b: TorchBackend, f: (t: (name: string, overload: string, args: readonly TorchArg[]) => number) => number): number {
+type Aten = (name: string, overload: string, args: readonly TorchArg[]) => number;
+
+/**
+ * Runs ATen calls (and uploads, through `own`) whose intermediate results are freed when `f`
+ * returns or throws; the answers are kept.
+ */
+function scopedN(b: TorchBackend, f: (t: Aten, own: (h: number) => number) => number[]): number[] {
   const made: number[] = [];
-  const t = (name: string, overload: string, args: readonly TorchArg[]): number => {
-    const h = b.call1(name, overload, args);
+  const own = (h: number): number => {
     made.push(h);
     return h;
   };
-  const answer = f(t);
-  for (const h of made) if (h !== answer) b.addon.free(h);
-  return answer;
+  const t: Aten = (name, overload, args) => own(b.call1(name, overload, args));
+  let answers: number[] = [];
+  try {
+    answers = f(t, own);
+    return answers;
+  } finally {
+    for (const h of made) if (!answers.includes(h)) b.addon.free(h);
+  }
+}
+
+/** {@link scopedN} with one answer. */
+function scoped(b: TorchBackend, f: (t: Aten) => number): number {
+  return scopedN(b, (t) => [f(t)])[0];
 }
 
 /** 1/sqrt(mean(x², last axis, kept) + eps). */
-function rstd(t: (name: string, overload: string, args: readonly TorchArg[]) => number, x: number, eps: number): number {
+function rstd(t: Aten, x: number, eps: number): number {
   const ms = t('aten::mean', 'dim', [t('aten::mul', 'Tensor', [x, x]), [-1], true]);
   return t('aten::rsqrt', '', [t('aten::add', 'Scalar', [ms, eps])]);
 }
 
 /** Sum over every axis but the last (the gradient of a weight broadcast along the last axis). */
-function sumLeading(t: (name: string, overload: string, args: readonly TorchArg[]) => number, v: number, rank: number): number {
+function sumLeading(t: Aten, v: number, rank: number): number {
   if (rank === 1) return t('aten::clone', '', [v]);
   return t('aten::sum', 'dim_IntList', [v, Array.from({ length: rank - 1 }, (_, i) => i), false]);
 }
 
+// ---- attention ----------------------------------------------------------------------------------
+
+/** ATTENTION's shapes and attributes. */
+interface AttentionShape {
+  b: number;
+  s: number;
+  heads: number;
+  kv: number;
+  d: number;
+  scale: number;
+  pads: readonly number[];
+  blockRows: number;
+}
+
+function attentionShape(q: tf.TensorInfo, k: tf.TensorInfo, a: KernelAttrs): AttentionShape {
+  const [b, s, heads, d] = q.shape;
+  return { b, s, heads, kv: k.shape[2], d, scale: a.scale as number, pads: (a.pads as number[] | undefined) ?? [], blockRows: a.blockRows as number };
+}
+
+/** x [B, S, h, d] as [B, h, S, d] with RoPE applied (a view of x is permuted, the result is new). */
+function rotated(t: Aten, x: number, cos: number, sin: number, half: number): number {
+  const xh = t('aten::permute', '', [x, [0, 2, 1, 3]]);
+  return t('aten::addcmul', '', [t('aten::mul', 'Tensor', [xh, cos]), t('aten::roll', '', [xh, [half], [-1]]), sin]);
+}
+
+/** The transpose of RoPE's map applied to a gradient: dy·cos + swap(dy·sin). */
+function rotatedBack(t: Aten, dy: number, cos: number, sin: number, half: number): number {
+  return t('aten::add', 'Tensor', [t('aten::mul', 'Tensor', [dy, cos]), t('aten::roll', '', [t('aten::mul', 'Tensor', [dy, sin]), [half], [-1]])]);
+}
+
+/** Query blocks [q0, q0 + rows) of an S-query pass. */
+function queryBlocks(sh: AttentionShape): Array<[number, number]> {
+  const out: Array<[number, number]> = [];
+  for (let q0 = 0; q0 < sh.s; q0 += sh.blockRows) out.push([q0, Math.min(sh.blockRows, sh.s - q0)]);
+  return out;
+}
+
+/** What both directions of the attention kernel start from. */
+interface AttentionOperands {
+  /** Rotated and scaled queries as [B, kv, rep, S, d]. */
+  q5: number;
+  /** Rotated keys [B, kv, S, d] and their transpose. */
+  kr: number;
+  krT: number;
+  /** Values [B, kv, S, d] (a view). */
+  vh: number;
+}
+
+function attentionOperands(t: Aten, b: TorchBackend, [q, k, v, cos, sin]: tf.TensorInfo[], sh: AttentionShape): AttentionOperands {
+  const half = sh.d / 2;
+  const [hc, hs] = [b.handle(cos), b.handle(sin)];
+  const qr = t('aten::mul', 'Scalar', [rotated(t, b.handle(q), hc, hs, half), sh.scale]);
+  const kr = rotated(t, b.handle(k), hc, hs, half);
+  return {
+    q5: t('aten::reshape', '', [qr, [sh.b, sh.kv, sh.heads / sh.kv, sh.s, sh.d]]),
+    kr,
+    krT: t('aten::transpose', 'int', [kr, -2, -1]),
+    vh: t('aten::permute', '', [b.handle(v), [0, 2, 1, 3]]),
+  };}
+
+/** Rows [q0, q0 + n) of x5 [B, kv, rep, S, d] as [B, kv, rep·n, d]. */
+function rowBlock(t: Aten, x5: number, sh: AttentionShape, q0: number, n: number): number {
+  const part = n === sh.s ? x5 : t('aten::slice', 'Tensor', [x5, 3, q0, q0 + n, 1]);
+  return t('aten::reshape', '', [part, [sh.b, sh.kv, (sh.heads / sh.kv) * n, sh.d]]);
+}
+
+/** softmax(q·kᵀ + bias) of one query block, [B, kv, rep·n, S]. */
+function blockProbs(t: Aten, own: (h: number) => number, b: TorchBackend, qb: number, ops: AttentionOperands, sh: AttentionShape, q0: number, n: number): number {
+  const rep = sh.heads / sh.kv;
+  const pads = sh.pads.length > 0 ? sh.pads : [0];
+  const bias = own(b.addon.upload(paddedCausalBiasValues(pads, sh.s, sh.s, q0, n), [pads.length, 1, 1, n, sh.s], b.device));
+  const scores = t('aten::reshape', '', [t('aten::matmul', '', [qb, ops.krT]), [sh.b, sh.kv, rep, n, sh.s]]);
+  const p = t('aten::softmax', 'int', [t('aten::add', 'Tensor', [scores, bias]), -1]);
+  return t('aten::reshape', '', [p, [sh.b, sh.kv, rep * n, sh.s]]);
+}
+
+/** [B, kv, rep, S, d] (the head axis split in two) back to [B, S, heads, d], contiguous. */
+function headsLast(t: Aten, x: number, sh: AttentionShape): number {
+  const bhsd = t('aten::reshape', '', [x, [sh.b, sh.heads, sh.s, sh.d]]);
+  return t('aten::contiguous', '', [t('aten::permute', '', [bhsd, [0, 2, 1, 3]])]);
+}
+
+function attentionForward(b: TorchBackend, inputs: tf.TensorInfo[], a: KernelAttrs): tf.TensorInfo {
+  const sh = attentionShape(inputs[0], inputs[1], a);
+  const rep = sh.heads / sh.kv;
+  const [h] = scopedN(b, (t, own) => {
+    const ops = attentionOperands(t, b, inputs, sh);
+    const outs = queryBlocks(sh).map(([q0, n]) => {
+      const p = blockProbs(t, own, b, rowBlock(t, ops.q5, sh, q0, n), ops, sh, q0, n);
+      return t('aten::reshape', '', [t('aten::matmul', '', [p, ops.vh]), [sh.b, sh.kv, rep, n, sh.d]]);
+    });
+    const joined = outs.length === 1 ? outs[0] : t('aten::cat', '', [outs, 3]);
+    return [t('aten::reshape', '', [headsLast(t, joined, sh), [sh.b * sh.s, sh.heads * sh.d]])];
+  });
+  return b.out(h, [sh.b * sh.s, sh.heads * sh.d], 'float32');
+}
+
+/**
+ * ATTENTION's gradients, block by block with the probabilities recomputed: with P = softmax(S),
+ * dV = Σ Pᵀ·dO, dP = dO·Vᵀ, dS = P ∘ (dP − Σ_j dP∘P), dQ = dS·K (then ·scale), dK = Σ dSᵀ·Q;
+ * RoPE's transpose takes dQ and dK back to q and k. A table's gradient sums x·dy (cos) or
+ * swap(x)·dy (sin) over what the table was broadcast along, for q and k both.
+ */
+function attentionBackward(b: TorchBackend, [dy, ...inputs]: tf.TensorInfo[], a: KernelAttrs): tf.TensorInfo | tf.TensorInfo[] {
+  const [q, k, v, cos, sin] = inputs;
+  const sh = attentionShape(q, k, a);
+  const wrt = a.wrt as 'qkv' | 'cos' | 'sin';
+  const rep = sh.heads / sh.kv;
+  const half = sh.d / 2;
+  const hs = scopedN(b, (t, own) => {
+    const ops = attentionOperands(t, b, inputs, sh);
+    // dy [B·S, heads·d] → [B, heads, S, d] → [B, kv, rep, S, d]
+    const dO = t('aten::reshape', '', [t('aten::permute', '', [t('aten::reshape', '', [b.handle(dy), [sh.b, sh.s, sh.heads, sh.d]]), [0, 2, 1, 3]]), [sh.b, sh.kv, rep, sh.s, sh.d]]);
+    const vT = t('aten::transpose', 'int', [ops.vh, -2, -1]);
+    let dK = -1;
+    let dV = -1;
+    const dQs: number[] = [];
+    for (const [q0, n] of queryBlocks(sh)) {
+      const qb = rowBlock(t, ops.q5, sh, q0, n);
+      const p = blockProbs(t, own, b, qb, ops, sh, q0, n);
+      const dob = rowBlock(t, dO, sh, q0, n);
+      const dP = t('aten::matmul', '', [dob, vT]);
+      const dS = t('aten::mul', 'Tensor', [p, t('aten::sub', 'Tensor', [dP, t('aten::sum', 'dim_IntList', [t('aten::mul', 'Tensor', [dP, p]), [-1], true])])]);
+      dQs.push(t('aten::reshape', '', [t('aten::matmul', '', [dS, ops.kr]), [sh.b, sh.kv, rep, n, sh.d]]));
+      const dKb = t('aten::matmul', '', [t('aten::transpose', 'int', [dS, -2, -1]), qb]);
+      const dVb = t('aten::matmul', '', [t('aten::transpose', 'int', [p, -2, -1]), dob]);
+      dK = dK < 0 ? dKb : t('aten::add', 'Tensor', [dK, dKb]);
+      dV = dV < 0 ? dVb : t('aten::add', 'Tensor', [dV, dVb]);
+    }
+    // ∂/∂(rotated q) = scale·dQ, as [B, heads, S, d]; ∂/∂(rotated k) = dK, [B, kv, S, d].
+    const joined = dQs.length === 1 ? dQs[0] : t('aten::cat', '', [dQs, 3]);
+    const dQr = t('aten::mul', 'Scalar', [t('aten::reshape', '', [joined, [sh.b, sh.heads, sh.s, sh.d]]), sh.scale]);
+    const [hc, hsn] = [b.handle(cos), b.handle(sin)];
+    if (wrt === 'qkv') {
+      const back = (x: number): number => t('aten::contiguous', '', [t('aten::permute', '', [rotatedBack(t, x, hc, hsn, half), [0, 2, 1, 3]])]);
+      return [back(dQr), back(dK), t('aten::contiguous', '', [t('aten::permute', '', [dV, [0, 2, 1, 3]])])];
+    }
+    const table = wrt === 'cos' ? cos : sin;
+    const part = (x: tf.TensorInfo, g: number): number => {
+      let xh = t('aten::permute', '', [b.handle(x), [0, 2, 1, 3]]);
+      if (wrt === 'sin') xh = t('aten::roll', '', [xh, [half], [-1]]);
+      return t('aten::sum_to_size', '', [t('aten::mul', 'Tensor', [xh, g]), table.shape]);
+    };
+    return [t('aten::add', 'Tensor', [part(q, dQr), part(k, dK)])];
+  });
+  if (wrt !== 'qkv') return b.out(hs[0], (wrt === 'cos' ? cos : sin).shape, 'float32');
+  return [b.out(hs[0], q.shape, 'float32'), b.out(hs[1], k.shape, 'float32'), b.out(hs[2], v.shape, 'float32')];
+}
+
+/** torch's index type, for gather. */
+const INT64 = SCALAR_TYPE.int64;
+
 export const FUSED_KERNELS: TorchKernel[] = [
+  {
+    // lse = logsumexp(logits) in one pass; lp = logits[target] − lse.
+    name: TOKEN_LOG_PROBS,
+    inputs: ['logits', 'targets'],
+    impl: ([logits, targets], _a, b) => {
+      const [lp, lse] = scopedN(b, (t) => {
+        const lse = t('aten::logsumexp', '', [b.handle(logits), [1], false]);
+        const index = t('aten::unsqueeze', '', [t('aten::_to_copy', '', [b.handle(targets), INT64]), 1]);
+        const picked = t('aten::squeeze', 'dim', [t('aten::gather', '', [b.handle(logits), 1, index]), 1]);
+        return [t('aten::sub', 'Tensor', [picked, lse]), lse];
+      });
+      return [b.out(lp, targets.shape, 'float32'), b.out(lse, targets.shape, 'float32')];
+    },
+  },
+  {
+    // (onehot − p)·dy with p = exp(logits − lse), without a one-hot matrix: every element is
+    // (0 − p)·dy = −p·dy, then each row's target element is overwritten with (1 − p)·dy (the
+    // same arithmetic); a target outside the block keeps its row as it is.
+    name: TOKEN_LOG_PROBS_GRAD,
+    inputs: ['logits', 'lse', 'targets', 'dy'],
+    impl: ([logits, lse, targets, dy], _a, b) => {
+      const [n, v] = logits.shape;
+      const h = scoped(b, (t) => {
+        const p = t('aten::exp', '', [t('aten::sub', 'Tensor', [b.handle(logits), t('aten::unsqueeze', '', [b.handle(lse), 1])])]);
+        const dyCol = t('aten::unsqueeze', '', [b.handle(dy), 1]);
+        const g = t('aten::mul', 'Tensor', [t('aten::neg', '', [p]), dyCol]);
+        const tgt = b.handle(targets);
+        const inBlock = t('aten::unsqueeze', '', [t('aten::logical_and', '', [t('aten::ge', 'Scalar', [tgt, 0]), t('aten::lt', 'Scalar', [tgt, v])]), 1]);
+        const column = t('aten::unsqueeze', '', [t('aten::_to_copy', '', [t('aten::clamp', '', [tgt, 0, v - 1]), INT64]), 1]);
+        const hit = t('aten::mul', 'Tensor', [t('aten::rsub', 'Scalar', [t('aten::gather', '', [p, 1, column]), 1]), dyCol]);
+        const kept = t('aten::gather', '', [g, 1, column]);
+        return t('aten::scatter_', 'src', [g, 1, column, t('aten::where', 'self', [inBlock, hit, kept])]);
+      });
+      return b.out(h, [n, v], 'float32');
+    },
+  },
+  {
+    name: LINEAR,
+    inputs: ['x', 'weight'],
+    impl: ([x, w], _a, b) => {
+      const { handle, shape } = batchMatMul(b, x, w, false, true);
+      return b.out(handle, shape, 'float32');
+    },
+  },
+  { name: ATTENTION, inputs: ['q', 'k', 'v', 'cos', 'sin'], impl: (inputs, a, b) => attentionForward(b, inputs, a) },
+  { name: ATTENTION_GRAD, inputs: ['dy', 'q', 'k', 'v', 'cos', 'sin'], impl: (inputs, a, b) => attentionBackward(b, inputs, a) },
   {
     name: RMS_NORM,
     inputs: ['x', 'weight'],

@@ -5,6 +5,7 @@
  * How the product itself is taken on each backend, and why, is in `matMulWeightT` (backend/ops.ts).
  */
 import * as tf from '@tensorflow/tfjs';
+import { fusedLinear } from '../../backend/fused.js';
 import { custom, matMulWeightT } from '../../backend/ops.js';
 
 /** Most weight elements copied at once in the backward pass (4 M floats = 16 MB): big transient buffers fragment the wasm heap. */
@@ -58,6 +59,9 @@ function inputGrad(dy: tf.Tensor2D, w: tf.Tensor2D, block: number): tf.Tensor2D 
  */
 export function frozenLinear(x: tf.Tensor2D, w: tf.Tensor2D, blockElems = BLOCK_ELEMS): tf.Tensor2D {
   if (x.shape[1] !== w.shape[1]) throw new Error(`frozenLinear: input width ${x.shape[1]} does not match weight [${w.shape.join(',')}] (stored [out, in])`);
+  // Where the backend has a linear kernel, its weight gradient is never asked for (w is not a variable).
+  const fused = fusedLinear(x, w);
+  if (fused !== null) return fused;
   const f = custom(([xin]: [tf.Tensor2D]) => ({
     value: matMulAgainstFrozen(xin, w),
     gradFunc: (dy: tf.Tensor2D) => inputGrad(dy, w, blockElems),
