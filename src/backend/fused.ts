@@ -1,10 +1,11 @@
 import * as tf from '@tensorflow/tfjs';
 
 // Fused ops: one kernel where the decoder would otherwise run several (RMSNorm's six, SwiGLU's
-// three, RoPE's five, a linear layer's customGrad, self-attention's twenty-odd), each with one
-// gradient kernel instead of tfjs's composed gradients. A backend opts in by registering the kernels below (the torch backend does: a tfjs
-// kernel there costs ~15–35 µs of JavaScript, an ATen call inside one ~3 µs); on every other
-// backend these functions run the plain composition, numerically the same ops as before.
+// three, RoPE's five, a linear layer's customGrad, self-attention's twenty-odd, the head's
+// log-softmax), with gradient kernels instead of tfjs's composed gradients. A backend opts in by
+// registering the kernels below (the torch backend does: a tfjs kernel there costs ~15–35 µs of
+// JavaScript, an ATen call inside one ~3 µs); on every other backend these functions run the
+// plain composition, numerically the same ops as before.
 // The kernels and their gradients are kept apart as in tfjs-core: names and gradients here, the
 // torch implementations in torch/fused-kernels.ts.
 

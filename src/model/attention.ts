@@ -119,16 +119,32 @@ export function selfAttention(
   mask: AttentionMask,
   blockBytes: number = DEFAULT_ATTENTION_BLOCK_BYTES,
 ): tf.Tensor2D {
-  const [b, s, nh, d] = q.shape;
-  const scale = 1 / Math.sqrt(d);
   if (fusedOnActiveBackend(ATTENTION)) {
+    const [b, s, nh, d] = q.shape;
     const blockRows = attentionBlockRows(b, nh, s, s, blockBytes);
-    return runFused<tf.Tensor2D>(ATTENTION, { q, k, v, cos, sin }, { scale, pads: mask.pads ?? [], blockRows });
+    return runFused<tf.Tensor2D>(ATTENTION, { q, k, v, cos, sin }, { scale: 1 / Math.sqrt(d), pads: mask.pads ?? [], blockRows });
   }
-  const qh: tf.Tensor4D = tf.mul(applyRotary(tf.transpose(q, [0, 2, 1, 3]), cos, sin), scale);
-  const kT = tf.transpose(applyRotary(tf.transpose(k, [0, 2, 1, 3]), cos, sin), [0, 1, 3, 2]) as tf.Tensor4D;
-  const out = blockedAttention(qh, kT, tf.transpose(v, [0, 2, 1, 3]), mask, blockBytes);
-  return tf.reshape(tf.transpose(out, [0, 2, 1, 3]), [b * s, nh * d]);
+  const heads = headsFirst(q, k, v, cos, sin);
+  return mergeHeads(blockedAttention(heads.q, heads.kT, heads.v, mask, blockBytes));
+}
+
+/**
+ * The projections q [B, S, heads, d], k and v [B, S, kvHeads, d] laid out for
+ * {@link blockedAttention}: q rotated and scaled by 1/√d as [B, heads, S, d], k rotated and
+ * transposed as [B, kvHeads, d, S], v as [B, kvHeads, S, d] (the layout of a KV cache).
+ */
+export function headsFirst(q: tf.Tensor4D, k: tf.Tensor4D, v: tf.Tensor4D, cos: tf.Tensor4D, sin: tf.Tensor4D): { q: tf.Tensor4D; kT: tf.Tensor4D; v: tf.Tensor4D } {
+  return {
+    q: tf.mul(applyRotary(tf.transpose(q, [0, 2, 1, 3]), cos, sin), 1 / Math.sqrt(q.shape[3])),
+    kT: tf.transpose(applyRotary(tf.transpose(k, [0, 2, 1, 3]), cos, sin), [0, 1, 3, 2]),
+    v: tf.transpose(v, [0, 2, 1, 3]),
+  };
+}
+
+/** Attention output [B, heads, S, d] as [B·S, heads·d], the input of the output projection. */
+export function mergeHeads(x: tf.Tensor4D): tf.Tensor2D {
+  const [b, nh, s, d] = x.shape;
+  return tf.reshape(tf.transpose(x, [0, 2, 1, 3]), [b * s, nh * d]);
 }
 
 /**

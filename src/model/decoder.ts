@@ -1,7 +1,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { gatherRows, linear, tidyKeep } from '../backend/index.js';
 import { rmsNorm, siluMul } from '../backend/fused.js';
-import { blockedAttention, selfAttention, stepAttention, type AttentionMask } from './attention.js';
+import { blockedAttention, headsFirst, mergeHeads, selfAttention, stepAttention, type AttentionMask } from './attention.js';
 import type { HeadWeight } from './lm-head.js';
 import type { DecoderConfig } from './config.js';
 import { frozenEmbedding } from './lora/frozen-embedding.js';
@@ -275,17 +275,11 @@ export class Decoder {
       const merged = selfAttention(q, k, v0, ctx.cos, ctx.sin, ctx.mask, ctx.attentionBlockBytes);
       return { out: this.proj(`${p}self_attn.o_proj.weight`, merged, ctx.frozen), layerCache: null };
     }
-    // [B, heads, S, d]; the 1/sqrt(d) scale is folded into q.
-    const qh: tf.Tensor4D = tf.mul(applyRotary(tf.transpose(q, [0, 2, 1, 3]), ctx.cos, ctx.sin), 1 / Math.sqrt(d));
-    const kh = applyRotary(tf.transpose(k, [0, 2, 1, 3]), ctx.cos, ctx.sin);
-    let kT = tf.transpose(kh, [0, 1, 3, 2]) as tf.Tensor4D;
-    let v = tf.transpose(v0, [0, 2, 1, 3]) as tf.Tensor4D;
-    if (past) {
-      kT = tf.concat([past.kT, kT], 3);
-      v = tf.concat([past.v, v], 2);
-    }
-    const ctxv = blockedAttention(qh, kT, v, ctx.mask, ctx.attentionBlockBytes);
-    const merged: tf.Tensor2D = tf.reshape(tf.transpose(ctxv, [0, 2, 1, 3]), [b * s, nh * d]);
+    // A pass that keeps its cache (a prefill, or several new positions after a cache).
+    const heads = headsFirst(q, k, v0, ctx.cos, ctx.sin);
+    const kT = past ? (tf.concat([past.kT, heads.kT], 3) as tf.Tensor4D) : heads.kT;
+    const v = past ? (tf.concat([past.v, heads.v], 2) as tf.Tensor4D) : heads.v;
+    const merged = mergeHeads(blockedAttention(heads.q, kT, v, ctx.mask, ctx.attentionBlockBytes));
     const out = this.proj(`${p}self_attn.o_proj.weight`, merged, ctx.frozen);
     return { out, layerCache: { kT, v } };
   }

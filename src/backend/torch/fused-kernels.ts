@@ -2,13 +2,13 @@ import * as tf from '@tensorflow/tfjs';
 import { ATTENTION, ATTENTION_GRAD, LINEAR, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD, RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD } from '../fused.js';
 import { paddedCausalBiasValues } from '../ops.js';
 import { SCALAR_TYPE, type TorchBackend } from './backend.js';
-import type { KernelAttrs } from './kernel.js';
-import { batchMatMul } from './products.js';
+import type { KernelAttrs, TorchKernel } from './kernel.js';
 import type { TorchArg } from './native.js';
-import type { TorchKernel } from './kernel.js';
+import { batchMatMul } from './products.js';
 
 // The fused ops of ../fused.ts as a few ATen calls each, inside one tfjs kernel: tfjs's
-// per-kernel JavaScript is paid once. Derivations of the gradients are in the comments.
+// per-kernel JavaScript is paid once. Derivations of the gradients are in the comments. Each
+// kernel frees its intermediate handles itself (scopedN), also when an ATen call throws.
 
 type Aten = (name: string, overload: string, args: readonly TorchArg[]) => number;
 
