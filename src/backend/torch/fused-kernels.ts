@@ -198,8 +198,10 @@ function attentionBackward(b: TorchBackend, [dy, ...inputs]: tf.TensorInfo[], a:
   return [b.out(hs[0], q.shape, 'float32'), b.out(hs[1], k.shape, 'float32'), b.out(hs[2], v.shape, 'float32')];
 }
 
-/** torch's index type, for gather. */
-const INT64 = SCALAR_TYPE.int64;
+/** Row indices [n] (int32) as the [n, 1] int64 column that gather and scatter take along axis 1. */
+function indexColumn(t: Aten, indices: number): number {
+  return t('aten::unsqueeze', '', [t('aten::_to_copy', '', [indices, SCALAR_TYPE.int64]), 1]);
+}
 
 export const FUSED_KERNELS: TorchKernel[] = [
   {
@@ -209,7 +211,7 @@ export const FUSED_KERNELS: TorchKernel[] = [
     impl: ([logits, targets], _a, b) => {
       const [lp, lse] = scopedN(b, (t) => {
         const lse = t('aten::logsumexp', '', [b.handle(logits), [1], false]);
-        const index = t('aten::unsqueeze', '', [t('aten::_to_copy', '', [b.handle(targets), INT64]), 1]);
+        const index = indexColumn(t, b.handle(targets));
         const picked = t('aten::squeeze', 'dim', [t('aten::gather', '', [b.handle(logits), 1, index]), 1]);
         return [t('aten::sub', 'Tensor', [picked, lse]), lse];
       });
@@ -230,7 +232,7 @@ export const FUSED_KERNELS: TorchKernel[] = [
         const g = t('aten::mul', 'Tensor', [t('aten::neg', '', [p]), dyCol]);
         const tgt = b.handle(targets);
         const inBlock = t('aten::unsqueeze', '', [t('aten::logical_and', '', [t('aten::ge', 'Scalar', [tgt, 0]), t('aten::lt', 'Scalar', [tgt, v])]), 1]);
-        const column = t('aten::unsqueeze', '', [t('aten::_to_copy', '', [t('aten::clamp', '', [tgt, 0, v - 1]), INT64]), 1]);
+        const column = indexColumn(t, t('aten::clamp', '', [tgt, 0, v - 1]));
         const hit = t('aten::mul', 'Tensor', [t('aten::rsub', 'Scalar', [t('aten::gather', '', [p, 1, column]), 1]), dyCol]);
         const kept = t('aten::gather', '', [g, 1, column]);
         return t('aten::scatter_', 'src', [g, 1, column, t('aten::where', 'self', [inBlock, hit, kept])]);
