@@ -78,7 +78,7 @@ describe('config', () => {
       top_p: 0.6,
       top_k: 50,
       num_turns: 2,
-      discount: 0.9,
+      discount: 1,
       joint_mode: 'aligned',
       early_termination_threshold: -0.2,
       external_prompt_passthrough: false,

@@ -35,6 +35,11 @@ export interface DecoderConfig {
   /** Qwen3 per-head RMSNorm on queries and keys. */
   qkNorm: boolean;
   eosTokenIds: number[];
+  /**
+   * config.json's `pad_token_id`: the embedding's `padding_idx` in transformers, whose row gets no
+   * gradient from the positions where it is looked up (the tied head still trains it). null: none.
+   */
+  padTokenId: number | null;
   maxPositionEmbeddings: number | null;
 }
 
@@ -72,6 +77,7 @@ const configSchema = z.looseObject({
   mlp_bias: z.boolean().optional(),
   max_position_embeddings: posInt.nullable().optional(),
   eos_token_id: tokenIds,
+  pad_token_id: tokenIds,
 });
 
 function formatIssues(file: string, error: z.ZodError): string {
@@ -167,6 +173,7 @@ export function parseDecoderConfig(raw: unknown, file = 'config.json', generatio
     mlpBias: architecture === 'llama' ? (c.mlp_bias ?? false) : false,
     qkNorm: architecture === 'qwen3',
     eosTokenIds: [...new Set(eos)],
+    padTokenId: typeof c.pad_token_id === 'number' && c.pad_token_id < c.vocab_size ? c.pad_token_id : null,
     maxPositionEmbeddings: c.max_position_embeddings ?? null,
   };
 }

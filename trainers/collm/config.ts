@@ -41,6 +41,9 @@ export const CRITIC_HISTORY_MODES = ['full', 'current'] as const;
  */
 export const Q_ADVANTAGE_MODES = ['baseline', 'td'] as const;
 
+/** How an update orders its actor and critic steps (see `update_order`). */
+export const UPDATE_ORDERS = ['joint', 'agent'] as const;
+
 /** Fields both actor-critic configs share (CoMLRL names and 1.3.6 defaults, then comlrl's additions). */
 function sharedFields() {
   return {
@@ -126,6 +129,15 @@ function sharedFields() {
      * CoLLM-DC shared head (CoMLRL 1.3.6, where separate critics ignore it).
      */
     value_clip_separate: boolField('value_clip_separate').default(true),
+
+    /**
+     * The order of the update's steps. Absent or `joint` (comlrl): per joint minibatch every actor
+     * steps (with the critic it owns), then a centralized critic once. `agent` (CoMLRL): agent by
+     * agent over the whole buffer, each of its minibatches an actor step followed by a critic step
+     * — its own critic, or the centralized critic, which so steps once per agent on the same
+     * transitions. No default is filled in, so configs that leave it out hash as before it existed.
+     */
+    update_order: enumField('update_order', UPDATE_ORDERS).optional(),
 
     // ---- comlrl's data reuse ----
     /** Passes over one buffer (PPO-style epochs); 1 = CoMLRL's single pass. */
@@ -295,4 +307,19 @@ export function comlrl136(): Comlrl136Settings {
     q_advantage: 'td',
     value_clip_separate: false,
   };
+}
+
+/** What {@link comlrlCompatible} sets: {@link comlrl136} plus CoMLRL's update order. */
+export interface ComlrlCompatibleSettings extends Comlrl136Settings {
+  update_order: 'agent';
+}
+
+/**
+ * The settings that make an actor-critic config reproduce CoMLRL's update step for step (its
+ * newest IACTrainer and MAACTrainer, checked by scripts/comlrl-parity.mjs against updates recorded
+ * from CoMLRL): {@link comlrl136}'s, and the update agent by agent with a critic step after each
+ * actor step (a centralized critic so steps once per agent). Spread it into a config input.
+ */
+export function comlrlCompatible(): ComlrlCompatibleSettings {
+  return { ...comlrl136(), update_order: 'agent' };
 }

@@ -11,7 +11,7 @@ import type { GlobalInfo, LLMDecPOMDP } from '../../src/decpomdp/types.js';
 import type { Rng } from '../../src/util/rng.js';
 import type { PhaseTimer } from '../core/metrics.js';
 import { behaviourLogProbs } from './steps.js';
-import { encodePrompt, generateGroup, type CompletionGroup, type GenerationSettings } from '../core/generation.js';
+import { encodePrompt, generateGroup, type CompletionGroup, type CompletionSampler, type GenerationSettings } from '../core/generation.js';
 import { assertFiniteReward } from '../core/trainer.js';
 import { takeJointActions, type RolloutStep } from '../core/joint-step.js';
 import type { ReferenceKlTracker } from '../core/reference-kl.js';
@@ -27,6 +27,8 @@ export interface RolloutContext<T, S> {
   readonly label: string;
   /** Reference KL (on): the KL of every sample, and the penalty on the joint rewards. */
   readonly referenceKl?: ReferenceKlTracker | null;
+  /** Completions given in place of sampling (see {@link CompletionSampler}). */
+  readonly sampler?: CompletionSampler | null;
 }
 
 /** What the agents saw and sampled at one turn of a rollout. */
@@ -56,7 +58,7 @@ export async function sampleTurn<T, S>(ctx: RolloutContext<T, S>, state: S, k: n
   const groups: CompletionGroup[] = [];
   const behaviour: number[][] = [];
   for (let i = 0; i < agents.length; i++) {
-    const group = await timer.time('generation', () => generateGroup(agents[i], promptIds[i], k, ctx.settings, ctx.rng));
+    const group = await timer.time('generation', () => generateGroup(agents[i], promptIds[i], k, ctx.settings, ctx.rng, { index: i, sampler: ctx.sampler }));
     groups.push(group);
     behaviour.push(await timer.time('scoring', () => behaviourLogProbs(agents[i].model, group.ids.map(() => promptIds[i]), group.ids)));
   }

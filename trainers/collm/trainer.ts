@@ -61,6 +61,20 @@ interface CriticTurn<S> extends PlayedTurn<S> {
   readonly values: number[][];
 }
 
+/** One minibatch of a flush's plan. */
+type Minibatch = ReturnType<typeof planMinibatches>[number];
+
+/** What one update keeps while it steps through its minibatches. */
+interface Flush {
+  readonly transitions: readonly JointTransition[];
+  readonly metrics: FlushMetrics;
+  readonly actorsFrozen: boolean;
+  /** The critics' estimates at the flush's start (the value-clip anchor and the logged record). */
+  first: CriticEstimates[] | null;
+  /** The estimates of the update epoch being played. */
+  current: { epoch: number; e: CriticEstimates[] } | null;
+}
+
 /** Builds a trainer's critics (after the common checks, before any optimizer): heads come from `rng`, the seeded init stream. */
 export type CriticSetFactory<C> = (agents: readonly Agent[], config: C, rng: Rng) => CriticSet;
 
@@ -199,7 +213,28 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
    * Per critic: V(h_t), y_t and the advantage of every transition in a flush, from the current
    * critic when `recompute_targets` (the paper's Eq. 5), else the values and targets stored at rollout.
    */
-  private async criticEstimates(transitions: readonly JointTransition[]): Promise<CriticEstimates[]> {
+  private async criticEstimates(transitions: readonly JointTransition[], epoch: number): Promise<CriticEstimates[]> {
+    const out = await this.currentEstimates(transitions);
+    const trace = this.trace;
+    if (trace) {
+      const qBaseline = this.config.critic_type === 'q' && this.config.q_advantage === 'baseline';
+      out.forEach((e, slot) =>
+        trace({
+          kind: 'critic_estimates',
+          slot,
+          epoch,
+          turns: transitions.map((t) => t.turn),
+          values: e.values,
+          targets: e.targets,
+          advantagesRaw: e.values.map((v, j) => (qBaseline ? v : e.targets[j] - v)),
+          advantages: e.advantages,
+        }),
+      );
+    }
+    return out;
+  }
+
+  private async currentEstimates(transitions: readonly JointTransition[]): Promise<CriticEstimates[]> {
     const { config, criticSet } = this;
     const options = { normalize: config.advantage_normalization, qBaseline: config.critic_type === 'q' && config.q_advantage === 'baseline' };
     const out: CriticEstimates[] = [];
@@ -237,94 +272,51 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
 
   /**
    * One update (steps 2–3) on `transitions`: per update epoch, targets and advantages from the
-   * current critics; then per minibatch every actor (and the critic it owns), then a centralized critic.
+   * current critics; then per minibatch every actor (and the critic it owns), then a centralized
+   * critic — or, with `update_order: agent` (CoMLRL), agent by agent over the whole buffer, each
+   * actor step followed by its critic's step.
    */
   async updateFrom(transitions: readonly JointTransition[]): Promise<MetricRecord> {
     if (transitions.length === 0) return {};
-    const { agents, config, criticSet } = this;
-    const metrics = new FlushMetrics(config.use_importance_ratio ? config.ratio_clip_range : null);
-    const ratio = { useRatio: config.use_importance_ratio, clipRange: config.ratio_clip_range };
-    // Critic warm-up (`critic_warmup_items`): the actors do not step; the critics alone learn.
-    const actorsFrozen = this.inCriticWarmup;
-
-    const plan = planMinibatches(
-      transitions.map((t) => t.turn),
-      { batchSize: this.trainBatchSize, epochs: config.update_epochs, rng: this.minibatchRng },
-    );
-    let first: CriticEstimates[] | null = null;
-    let current: { epoch: number; e: CriticEstimates[] } | null = null;
-    for (const mb of plan) {
-      // Step 2 at the start of every update epoch (stored values: the same every epoch).
-      if (current === null || current.epoch !== mb.epoch) {
-        const e: CriticEstimates[] = current !== null && !config.recompute_targets ? current.e : await this.criticEstimates(transitions);
-        current = { epoch: mb.epoch, e };
-        first ??= e;
-      }
-      const { e } = current;
-      const anchor = first as CriticEstimates[];
-      const where = `turn ${mb.turn + 1}, epoch ${mb.epoch + 1}`;
-      // Critic c's regression rows: its inputs, the targets y and the values at the flush's start.
-      const valueRows = (c: number): ValueRow[] =>
-        mb.indices.map((j) => ({ criticIds: criticSet.partOf(transitions[j], c).criticIds, target: e[c].targets[j], oldValue: anchor[c].values[j] }));
-
+    const { agents, config } = this;
+    const flush: Flush = {
+      transitions,
+      metrics: new FlushMetrics(config.use_importance_ratio ? config.ratio_clip_range : null),
+      // Critic warm-up (`critic_warmup_items`): the actors do not step; the critics alone learn.
+      actorsFrozen: this.inCriticWarmup,
+      first: null,
+      current: null,
+    };
+    const plan = (): Minibatch[] =>
+      planMinibatches(
+        transitions.map((t) => t.turn),
+        { batchSize: this.trainBatchSize, epochs: config.update_epochs, rng: this.minibatchRng },
+      );
+    if (config.update_order === 'agent') {
       for (let i = 0; i < agents.length; i++) {
-        const label = `${criticSet.label} agent ${i} ('${agents[i].name}'), ${where}`;
-        const owned = criticSet.slots.findIndex((s) => s.owner === i);
-        if (actorsFrozen) {
-          // Warm-up: the critic's own variables only (a head on the actor: through the actor's
-          // AdamW, whose per-parameter steps leave the backbone untouched). The actor is
-          // unchanged, so its policy version is too.
-          if (owned >= 0) await this.stepCritic(owned, valueRows(owned), `${label} critic`, mb.turn, metrics);
-          continue;
+        flush.current = null; // each agent's pass starts its own update epochs
+        for (const mb of plan()) {
+          await this.estimatesFor(flush, mb);
+          await this.agentStep(flush, mb, i);
+          await this.centralizedCriticSteps(flush, mb);
         }
-        const rows = mb.indices.map((j) => actorRow(transitions[j].agents[i], e[criticSet.slotOf(i)].advantages[j], this.run.policyVersions[i], mb.indices.length, config.reference_kl_coef));
-        const recorder: RatioRecorder = { ratios: [] };
-        if (owned >= 0 && criticSet.slots[owned].sharesActor) {
-          // A head on the actor's backbone: actor loss + coef · clipped value loss, one backward, one step.
-          const v = valueRows(owned);
-          const r = await this.timer.time('training', () =>
-            sharedStep(
-              criticSet.slots[owned].model,
-              this.actorOptimizers[i],
-              rows.map((row, q) => ({ ...row, ...v[q] })),
-              ratio,
-              config.value_loss_coef,
-              this.valueClip(owned),
-              this.stepOptions(label),
-              recorder,
-            ),
-          );
-          metrics.loss(mb.turn, i, 'policy_loss', r.policyLoss);
-          metrics.loss(mb.turn, i, 'value_loss', r.valueLoss);
-          metrics.gradNorm(i, 'grad_norm', r.gradNorm);
-          this.optimizerSteps++;
-        } else {
-          // The actor steps on its loss; then the critic it owns on coef · (clipped) (y − V)².
-          const a = await this.timer.time('training', () => actorStep(agents[i].model, this.actorOptimizers[i], rows, ratio, this.stepOptions(label), recorder));
-          this.optimizerSteps++;
-          metrics.loss(mb.turn, i, 'policy_loss', a.loss);
-          const c = owned >= 0 ? await this.criticUpdate(owned, valueRows(owned), `${label} critic`) : null;
-          if (c) metrics.loss(mb.turn, i, 'value_loss', c.loss);
-          metrics.gradNorm(i, 'grad_norm', a.gradNorm);
-          if (c) metrics.gradNorm(i, 'critic_grad_norm', c.gradNorm);
-        }
-        this.run.policyVersions[i]++;
-        metrics.ratio(mb.turn, recorder.ratios);
       }
-
-      // A centralized critic: once per joint minibatch (CoMLRL: once per agent), after the actors.
-      for (let c = 0; c < criticSet.slots.length; c++) {
-        if (criticSet.slots[c].owner === null) await this.stepCritic(c, valueRows(c), `${criticSet.label} critic, ${where}`, mb.turn, metrics);
+    } else {
+      for (const mb of plan()) {
+        await this.estimatesFor(flush, mb);
+        for (let i = 0; i < agents.length; i++) await this.agentStep(flush, mb, i);
+        // A centralized critic: once per joint minibatch (CoMLRL: once per agent), after the actors.
+        await this.centralizedCriticSteps(flush, mb);
       }
     }
 
-    const warmup: MetricRecord = actorsFrozen ? { critic_warmup: 1 } : {};
+    const warmup: MetricRecord = flush.actorsFrozen ? { critic_warmup: 1 } : {};
     // Every agent's record shows its critic's estimates at the flush's start.
-    const atStart = first as CriticEstimates[];
+    const atStart = flush.first as CriticEstimates[];
     this.run.lastUpdate = {
-      ...metrics.record(
+      ...flush.metrics.record(
         transitions,
-        agents.map((_, i) => atStart[criticSet.slotOf(i)]),
+        agents.map((_, i) => atStart[this.criticSet.slotOf(i)]),
       ),
       ...this.run.userRolloutMetrics(transitions),
       ...this.referenceKl?.flushMetrics(transitions),
@@ -335,21 +327,103 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
     return this.run.lastUpdate;
   }
 
+  /** Step 2 at the start of every update epoch (stored values: the same every epoch). */
+  private async estimatesFor(flush: Flush, mb: Minibatch): Promise<void> {
+    if (flush.current !== null && flush.current.epoch === mb.epoch) return;
+    const e = flush.current !== null && !this.config.recompute_targets ? flush.current.e : await this.criticEstimates(flush.transitions, mb.epoch);
+    flush.current = { epoch: mb.epoch, e };
+    flush.first ??= e;
+  }
+
+  /** Critic c's regression rows over a minibatch: its inputs, the targets y and the values at the flush's start. */
+  private valueRows(flush: Flush, mb: Minibatch, c: number): ValueRow[] {
+    const e = (flush.current as { e: CriticEstimates[] }).e;
+    const anchor = flush.first as CriticEstimates[];
+    return mb.indices.map((j) => ({ criticIds: this.criticSet.partOf(flush.transitions[j], c).criticIds, target: e[c].targets[j], oldValue: anchor[c].values[j] }));
+  }
+
+  /** Step 3 for actor i on one minibatch, with the critic it owns (a separate one after it, or a head joining its loss). */
+  private async agentStep(flush: Flush, mb: Minibatch, i: number): Promise<void> {
+    const { agents, config, criticSet } = this;
+    const { metrics, transitions } = flush;
+    const e = (flush.current as { e: CriticEstimates[] }).e;
+    const ratio = { useRatio: config.use_importance_ratio, clipRange: config.ratio_clip_range };
+    const label = `${criticSet.label} agent ${i} ('${agents[i].name}'), turn ${mb.turn + 1}, epoch ${mb.epoch + 1}`;
+    const owned = criticSet.slots.findIndex((s) => s.owner === i);
+    if (flush.actorsFrozen) {
+      // Warm-up: the critic's own variables only (a head on the actor: through the actor's
+      // AdamW, whose per-parameter steps leave the backbone untouched). The actor is
+      // unchanged, so its policy version is too.
+      if (owned >= 0) await this.stepCritic(owned, this.valueRows(flush, mb, owned), `${label} critic`, mb.turn, metrics);
+      return;
+    }
+    const rows = mb.indices.map((j) => actorRow(transitions[j].agents[i], e[criticSet.slotOf(i)].advantages[j], this.run.policyVersions[i], mb.indices.length, config.reference_kl_coef));
+    const recorder: RatioRecorder = { ratios: [] };
+    if (owned >= 0 && criticSet.slots[owned].sharesActor) {
+      // A head on the actor's backbone: actor loss + coef · clipped value loss, one backward, one step.
+      const v = this.valueRows(flush, mb, owned);
+      const r = await this.timer.time('training', () =>
+        sharedStep(
+          criticSet.slots[owned].model,
+          this.actorOptimizers[i],
+          rows.map((row, q) => ({ ...row, ...v[q] })),
+          ratio,
+          config.value_loss_coef,
+          this.valueClip(owned),
+          this.stepOptions(label),
+          recorder,
+        ),
+      );
+      metrics.loss(mb.turn, i, 'policy_loss', r.policyLoss);
+      metrics.loss(mb.turn, i, 'value_loss', r.valueLoss);
+      metrics.gradNorm(i, 'grad_norm', r.gradNorm);
+      this.optimizerSteps++;
+      this.trace?.({ kind: 'policy_step', agent: i, turn: mb.turn, loss: r.policyLoss, gradNorm: r.gradNorm });
+      this.traceCriticStep(owned, mb.turn, v, r.predictions, r.valueLoss, r.gradNorm);
+    } else {
+      // The actor steps on its loss; then the critic it owns on coef · (clipped) (y − V)².
+      const a = await this.timer.time('training', () => actorStep(agents[i].model, this.actorOptimizers[i], rows, ratio, this.stepOptions(label), recorder));
+      this.optimizerSteps++;
+      this.trace?.({ kind: 'policy_step', agent: i, turn: mb.turn, loss: a.loss, gradNorm: a.gradNorm });
+      metrics.loss(mb.turn, i, 'policy_loss', a.loss);
+      const c = owned >= 0 ? await this.criticUpdate(owned, this.valueRows(flush, mb, owned), `${label} critic`, mb.turn) : null;
+      if (c) metrics.loss(mb.turn, i, 'value_loss', c.loss);
+      metrics.gradNorm(i, 'grad_norm', a.gradNorm);
+      if (c) metrics.gradNorm(i, 'critic_grad_norm', c.gradNorm);
+    }
+    this.run.policyVersions[i]++;
+    metrics.ratio(mb.turn, recorder.ratios);
+  }
+
+  /** One step of each critic no actor owns (the centralized critic) on a minibatch. */
+  private async centralizedCriticSteps(flush: Flush, mb: Minibatch): Promise<void> {
+    const { criticSet } = this;
+    for (let c = 0; c < criticSet.slots.length; c++) {
+      if (criticSet.slots[c].owner !== null) continue;
+      await this.stepCritic(c, this.valueRows(flush, mb, c), `${criticSet.label} critic, turn ${mb.turn + 1}, epoch ${mb.epoch + 1}`, mb.turn, flush.metrics);
+    }
+  }
+
   /** One optimizer step of critic slot `c` alone, recorded under its owner (`critic_grad_norm`) or `critic/` (`grad_norm`). */
   private async stepCritic(c: number, rows: readonly ValueRow[], label: string, turn: number, metrics: FlushMetrics): Promise<void> {
     const owner = this.criticSet.slots[c].owner;
-    const r = await this.criticUpdate(c, rows, label);
+    const r = await this.criticUpdate(c, rows, label, turn);
     metrics.loss(turn, owner, 'value_loss', r.loss);
     metrics.gradNorm(owner, owner === null ? 'grad_norm' : 'critic_grad_norm', r.gradNorm);
   }
 
   /** Critic slot `c`'s step on coef · (clipped) (y − V)², counted as one optimizer step. */
-  private async criticUpdate(c: number, rows: readonly ValueRow[], label: string): Promise<{ loss: number; gradNorm: number }> {
+  private async criticUpdate(c: number, rows: readonly ValueRow[], label: string, turn: number): Promise<{ loss: number; gradNorm: number }> {
     const r = await this.timer.time('critic_training', () =>
       criticStep(this.criticSet.slots[c].model, this.slotOptimizers[c], rows, this.config.value_loss_coef, this.valueClip(c), this.stepOptions(label)),
     );
     this.optimizerSteps++;
+    this.traceCriticStep(c, turn, rows, r.predictions, r.loss, r.gradNorm);
     return r;
+  }
+
+  private traceCriticStep(slot: number, turn: number, rows: readonly ValueRow[], values: readonly number[], valueLoss: number, gradNorm: number): void {
+    this.trace?.({ kind: 'critic_step', slot, turn, criticIds: rows.map((r) => r.criticIds), values, targets: rows.map((r) => r.target), valueLoss, gradNorm });
   }
 
   /** A head on an actor always clips its value (CoMLRL); a critic with its own LM when `value_clip_separate` (the paper). */
@@ -362,7 +436,7 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
   }
 
   private rolloutContext(): RolloutContext<T, S> {
-    return { agents: this.agents, env: this.env, settings: this.settings, rng: this.samplingRng, timer: this.timer, label: this.names.label, referenceKl: this.referenceKl };
+    return { agents: this.agents, env: this.env, settings: this.settings, rng: this.samplingRng, timer: this.timer, label: this.names.label, referenceKl: this.referenceKl, sampler: this.sampler };
   }
 
   // -------------------------------------------------------------------------------------------

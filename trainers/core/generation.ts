@@ -68,8 +68,56 @@ export function stopIds(agent: Agent): number[] {
 }
 
 /**
+ * Completions from outside the model, in place of sampling: given one agent's prompt ids and K,
+ * returns K completions as that agent's token ids (each up to and including its end token, no
+ * padding). Offline rollouts, replayed episodes and the CoMLRL parity check
+ * (scripts/comlrl-parity.mjs) feed a trainer this way; everything after sampling (decoding,
+ * rewards, returns, the update) is the trainer's own code.
+ */
+export type CompletionSampler = (request: { readonly agent: number; readonly promptIds: readonly number[]; readonly k: number }) =>
+  | Promise<readonly (readonly number[])[]>
+  | readonly (readonly number[])[];
+
+/**
+ * The groups of {@link generateGroups} from a {@link CompletionSampler}: the given ids, decoded as
+ * sampled ones are, with their behaviour log-probs under the model (teacher-forced, temperature 1,
+ * no filter: the distribution the completions were not drawn from is unknown).
+ */
+async function sampledElsewhere(agent: Agent, index: number, prompts: readonly number[][], k: number, sampler: CompletionSampler): Promise<CompletionGroup[]> {
+  const stops = new Set(stopIds(agent));
+  const out: CompletionGroup[] = [];
+  for (const promptIds of prompts) {
+    const rows = (await sampler({ agent: index, promptIds, k })).map((r) => [...r]);
+    if (rows.length !== k) throw new Error(`agent '${agent.name}': the completion sampler returned ${rows.length} completions, expected ${k}`);
+    rows.forEach((r, j) => {
+      if (r.length === 0) throw new Error(`agent '${agent.name}': the completion sampler returned an empty completion (${j})`);
+    });
+    const lps = await agent.model.tokenLogProbs(
+      rows.map(() => [...promptIds]),
+      rows,
+    );
+    out.push({
+      promptIds: [...promptIds],
+      ids: rows,
+      texts: rows.map((ids) => agent.tokenizer.decode(ids, { skipSpecialTokens: true })),
+      logProbSums: lps.map((lp) => lp.reduce((a, b) => a + b, 0)),
+      tokenLogProbs: lps,
+      finished: rows.map((r) => stops.has(r[r.length - 1])),
+    });
+  }
+  return out;
+}
+
+/** Where a trainer's completions come from: agent `index` samples, unless a {@link CompletionSampler} gives them. */
+export interface CompletionSource {
+  readonly index: number;
+  readonly sampler?: CompletionSampler | null;
+}
+
+/**
  * Samples `k` completions for each of `prompts` with one `generate` call
- * (`numReturnSequences = k`) and decodes them. Returns one group per prompt, in order.
+ * (`numReturnSequences = k`) and decodes them. Returns one group per prompt, in order. With a
+ * `source` that holds a sampler, the completions come from it instead.
  */
 export async function generateGroups(
   agent: Agent,
@@ -77,7 +125,9 @@ export async function generateGroups(
   k: number,
   settings: GenerationSettings,
   rng: Rng,
+  source?: CompletionSource,
 ): Promise<CompletionGroup[]> {
+  if (source?.sampler) return sampledElsewhere(agent, source.index, prompts, k, source.sampler);
   const out = await agent.model.generate(
     prompts.map((p) => [...p]),
     {
@@ -115,7 +165,8 @@ export async function generateGroup(
   k: number,
   settings: GenerationSettings,
   rng: Rng,
+  source?: CompletionSource,
 ): Promise<CompletionGroup> {
-  const [group] = await generateGroups(agent, [[...promptIds]], k, settings, rng);
+  const [group] = await generateGroups(agent, [[...promptIds]], k, settings, rng, source);
   return group;
 }

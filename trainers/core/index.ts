@@ -11,4 +11,5 @@ export * from './reference-kl.js';
 export * from './save.js';
 export * from './state.js';
 export * from './tensorboard.js';
+export * from './trace.js';
 export * from './trainer.js';

@@ -43,7 +43,7 @@ export interface SequenceLossOptions<R extends ScoredCompletion> {
 
 /** Gradients keyed by variable name plus what was computed. */
 export interface SequenceLossGradients {
-  /** One gradient per trainable variable, keyed by name (zeros where the loss does not reach it). Caller disposes. */
+  /** One gradient per trainable variable the loss reaches, keyed by name. Caller disposes. */
   readonly grads: tf.NamedTensorMap;
   /** The loss value (sum over chunks). */
   readonly loss: number;
@@ -53,8 +53,9 @@ export interface SequenceLossGradients {
 
 /**
  * Σ over `chunks` of `lossOf(chunk)` and its gradients w.r.t. `vars`: one forward/backward pass per
- * chunk, gradients summed as they come, so memory stays that of one chunk. Every variable gets a
- * gradient tensor (zeros where the loss does not reach it). Caller disposes the gradients.
+ * chunk, gradients summed as they come, so memory stays that of one chunk. A variable the loss does
+ * not reach gets no gradient (torch's None: the optimizer leaves it alone); with no chunks, every
+ * variable gets zeros. Caller disposes the gradients.
  * @throws Error with `nonFiniteMessage(loss, chunk size)` when a chunk's loss is NaN or infinite
  *   (nothing is left allocated).
  */
@@ -86,8 +87,15 @@ export function accumulateGradients<R>(
         } else acc.set(name, g);
       }
     }
+    // torch: a parameter the loss never reaches keeps grad None, and AdamW leaves it alone (no
+    // decay, no step) — e.g. a critic's unused LM head. With no chunk at all the loss was a
+    // constant zero: every parameter gets a zero gradient, as backward() on it would give.
     const out: tf.NamedTensorMap = {};
-    for (const v of vars) out[v.name] = acc.get(v.name) ?? tf.zerosLike(v);
+    for (const v of vars) {
+      const g = acc.get(v.name);
+      if (g) out[v.name] = g;
+      else if (chunks.length === 0) out[v.name] = tf.zerosLike(v);
+    }
     return { grads: out, loss: total };
   } catch (err) {
     for (const g of acc.values()) g.dispose();
@@ -97,8 +105,9 @@ export function accumulateGradients<R>(
 
 /**
  * Gradients of `loss` over `rows` w.r.t. the model's trainable variables, accumulated over chunks.
- * Every variable gets a gradient tensor (zeros when nothing was scored), so an optimizer step on
- * them behaves like torch after `backward()` on a zero loss (moments still advance).
+ * Every variable the loss reaches gets a gradient tensor (all of them zeros when nothing was
+ * scored), so an optimizer step on them behaves like torch after `backward()` (moments advance;
+ * unreached variables are left alone).
  * @throws Error when the loss of a chunk is NaN or infinite (CoMLRL MAGRPO silently zeroed it).
  */
 export function sequenceLossGradients<R extends ScoredCompletion>(

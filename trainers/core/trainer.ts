@@ -16,7 +16,8 @@ import { createRng, rngFor, type Rng } from '../../src/util/rng.js';
 import type { LrScheduleSettings } from './config.js';
 import { evalTurnMetrics, runEvalCallbacks, runEvalEpisodes, summarizeEval, type EvalCallback, type EvalEpisode } from './eval.js';
 import { saveAgents, type SaveOptions } from './save.js';
-import type { GenerationSettings } from './generation.js';
+import type { CompletionSampler, CompletionSource, GenerationSettings } from './generation.js';
+import type { UpdateTrace } from './trace.js';
 import { PhaseTimer, type MetricRecord, type MetricsSink } from './metrics.js';
 import { CallbackList, type ItemEvent, type TrainEndReason, type TrainerCallback, type TrainerControl, type TrainEvent } from './callbacks.js';
 import { checkTrainerState, optimizerStates, restoreOptimizers, type DatasetCursor, type TrainerState } from './state.js';
@@ -57,6 +58,13 @@ export interface TrainerInputs<T, S> {
   evalCallbacks?: readonly EvalCallback<T, S>[];
   /** Receives train and eval metrics at step = env_step. */
   logger?: MetricsSink;
+  /**
+   * Completions to train on in place of the agents' sampling (offline rollouts, replays, the
+   * CoMLRL parity check); evaluation still samples. See {@link CompletionSampler}.
+   */
+  sampler?: CompletionSampler;
+  /** Receives what each update computed (advantages, losses, critic estimates): see {@link UpdateTrace}. */
+  trace?: UpdateTrace;
 }
 
 /**
@@ -139,6 +147,10 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
   /** Samples per minibatch (one optimizer step each). */
   protected readonly trainBatchSize: number;
   protected readonly timer = new PhaseTimer();
+  /** The completion sampler given in place of sampling (training only), else null. */
+  protected readonly sampler: CompletionSampler | null;
+  /** Where the update's computations are traced, else null. */
+  protected readonly trace: UpdateTrace | null;
 
   protected samplingRng: Rng;
   protected minibatchRng: Rng;
@@ -182,10 +194,17 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
     this.evalTasks = inputs.evalTasks ?? [];
     this.evalCallbacks = inputs.evalCallbacks ?? [];
     this.sink = inputs.logger;
+    this.sampler = inputs.sampler ?? null;
+    this.trace = inputs.trace ?? null;
     this.settings = generationSettingsOf(config);
     this.trainBatchSize = config.train_batch_size ?? config.rollout_buffer_size;
     this.samplingRng = rngFor(config.seed, 'sampling');
     this.minibatchRng = rngFor(config.seed, 'minibatch');
+  }
+
+  /** Where agent i's training completions come from (its own sampling, or the given sampler). */
+  protected completionSource(i: number): CompletionSource {
+    return { index: i, sampler: this.sampler };
   }
 
   /** Joint actions the environment has scored so far (CoMLRL's `env_step`, the logging x-axis). */

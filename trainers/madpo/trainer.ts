@@ -153,7 +153,7 @@ export class MADPOTrainer<T, S> extends TrainerBase<T, S, MADPOConfig> {
     const groups: CompletionGroup[] = [];
     for (let i = 0; i < agents.length; i++) {
       const promptIds = encodePrompt(agents[i], env.observe(state, i), env.rendering?.(state, i));
-      const group = await this.timer.time('generation', () => generateGroup(agents[i], promptIds, k, this.settings, this.samplingRng));
+      const group = await this.timer.time('generation', () => generateGroup(agents[i], promptIds, k, this.settings, this.samplingRng, this.completionSource(i)));
       this.tokensWindow[i] += group.ids.reduce((s, c) => s + c.length, 0);
       this.completionsWindow[i] += group.ids.length;
       groups.push(group);

@@ -44,8 +44,12 @@ const schema = z.strictObject({
   top_k: intAtLeast('top_k', 0).nullable().default(50),
   /** H: depth of the rollout tree (turns). Must not exceed the environment's horizon. */
   num_turns: intAtLeast('num_turns', 1).default(2),
-  /** γ in return = r + γ·mean(child returns). */
-  discount: finiteNumber('discount', { min: 0, max: 1 }).default(0.9),
+  /**
+   * γ in return = r + γ·mean(child returns). CoMLRL's newest MAGRPO keeps the field (default 1.0)
+   * but its returns are undiscounted whatever it is set to; comlrl applies it, so 1.0 (the
+   * default) is CoMLRL's behaviour.
+   */
+  discount: finiteNumber('discount', { min: 0, max: 1 }).default(1.0),
   /** 'aligned': K joint actions (k-th samples together); 'cross': all K^n combinations. */
   joint_mode: enumField('joint_mode', JOINT_MODES, "CoMLRL's aliases 'align'/'crossed' are not accepted").default('aligned'),
   /** A node whose mean reward is strictly greater than this gets no children; null disables. */
@@ -78,6 +82,14 @@ const schema = z.strictObject({
   advantage_normalization: boolField('advantage_normalization').default(true),
   /** mean: R − mean; raw: R; max: R − max; rloo: leave-one-out baseline. */
   advantage_mode: enumField('advantage_mode', ADVANTAGE_MODES).default('mean'),
+  /**
+   * comlrl: true (default) scores exactly each completion's generated tokens, its end token
+   * included and never padding. false: CoMLRL's scoring — a node's K completions padded to the
+   * longest with the pad token (as Hugging Face `generate` returns them) and every position but the
+   * last scored, so a finished completion's end token and all but one of its pads count and a
+   * completion cut at `max_new_tokens` loses its last token.
+   */
+  score_last_token: boolField('score_last_token').optional(),
 
   // ---- CoMLRL 1.3.8 reference KL (plus comlrl's kl_mode) ----
   ...referenceKlFields(),

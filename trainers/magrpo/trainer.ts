@@ -91,12 +91,30 @@ export function agentGroupReturns(
  * that Σ coef · (−Σ_t log π) is loss = (1/|minibatch|) Σ_samples (1/K) Σ_k −A_k · Σ_t log π(token_t),
  * A being the group-relative advantages of the sample's K returns.
  */
-export function minibatchRows(minibatch: readonly NodeSample[], mode: AdvantageMode, normalize: boolean, klCoef = 0): PolicyGradientRow[] {
+export function minibatchRows(minibatch: readonly NodeSample[], mode: AdvantageMode, normalize: boolean, klCoef = 0, padded: PaddedScoring | null = null): PolicyGradientRow[] {
   return minibatch.flatMap((sample) => {
     const adv = groupAdvantages(effectiveReturns(sample, klCoef), mode, normalize);
     const k = sample.completionIds.length;
-    return sample.completionIds.map((completionIds, c) => ({ promptIds: sample.promptIds, completionIds, coef: adv[c] / (k * minibatch.length) }));
+    const scored = scoredCompletions(sample.completionIds, padded);
+    // A row left with no token scores nothing (CoMLRL: a log-prob sum over no tokens, 0).
+    return scored.flatMap((completionIds, c) => (completionIds.length === 0 ? [] : [{ promptIds: sample.promptIds, completionIds, coef: adv[c] / (k * minibatch.length) }]));
   });
+}
+
+/** CoMLRL's scoring of a node's K completions (`score_last_token: false`): the pad id to pad them with. */
+export interface PaddedScoring {
+  readonly padId: number;
+}
+
+/**
+ * The token ids the loss scores for each of a node's K completions: the completions themselves, or
+ * under CoMLRL's scoring ({@link PaddedScoring}) each padded with the pad id to the longest of the
+ * K and cut before its last position (`generate`'s padded rows minus the last column).
+ */
+export function scoredCompletions(completionIds: readonly (readonly number[])[], padded: PaddedScoring | null): number[][] {
+  if (padded === null) return completionIds.map((c) => [...c]);
+  const width = Math.max(...completionIds.map((c) => c.length));
+  return completionIds.map((c) => [...c, ...Array<number>(width - c.length).fill(padded.padId)].slice(0, width - 1));
 }
 
 /**
@@ -277,6 +295,9 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
     this.tokensWindow = agents.map(() => 0);
     this.completionsWindow = agents.map(() => 0);
     this.updateWindow = agents.map(() => ({ steps: 0, lossSum: 0, gradNormSum: 0 }));
+    if (config.score_last_token === false && config.reference_kl_enabled && config.kl_mode === 'loss') {
+      throw new Error(`${variant.names.className}: score_last_token false (CoMLRL's padded scoring) cannot be combined with kl_mode 'loss', whose per-token terms cover the generated tokens only; use kl_mode 'reward' or score_last_token true`);
+    }
     // Built before any update: a frozen copy must hold the starting weights.
     this.references = config.reference_kl_enabled ? agents.map((a) => referenceOf(a)) : null;
   }
@@ -323,7 +344,7 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
     const groups: CompletionGroup[] = [];
     for (let i = 0; i < agents.length; i++) {
       const promptIds = encodePrompt(agents[i], observations[i], env.rendering?.(state, i));
-      const group = await this.timer.time('generation', () => generateGroup(agents[i], promptIds, k, this.settings, this.samplingRng));
+      const group = await this.timer.time('generation', () => generateGroup(agents[i], promptIds, k, this.settings, this.samplingRng, this.completionSource(i)));
       this.tokensWindow[i] += group.ids.reduce((s, c) => s + c.length, 0);
       this.completionsWindow[i] += group.ids.length;
       groups.push(group);
@@ -380,8 +401,10 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
     // By turn group (ascending), each shuffled and cut into minibatches: the plan the actor-critic trainers use, one pass.
     const plan = planMinibatches(buffer.map((s) => s.turn), { batchSize: this.trainBatchSize, epochs: 1, rng: this.minibatchRng });
     const { reference_kl_enabled: klOn, reference_kl_coef: klCoef, kl_mode: klMode } = this.config;
+    const padded = this.config.score_last_token === false ? { padId: agent.tokenizer.padTokenId } : null;
     for (const { turn, indices } of plan) {
       const minibatch = indices.map((i) => buffer[i]);
+      this.traceAdvantages(minibatch, padded);
       const options = {
         maxGradNorm: this.config.max_grad_norm,
         chunkSize: this.config.scoring_batch_size,
@@ -390,13 +413,35 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
       const result = await this.timer.time('training', () =>
         klOn && klMode === 'loss'
           ? klPolicyGradientStep(agent.model, this.optimizers[a], minibatchKlRows(minibatch, mode, normalize, klCoef), options)
-          : policyGradientStep(agent.model, this.optimizers[a], minibatchRows(minibatch, mode, normalize, klOn ? klCoef : 0), options),
+          : policyGradientStep(agent.model, this.optimizers[a], minibatchRows(minibatch, mode, normalize, klOn ? klCoef : 0, padded), options),
       );
       this.optimizerSteps++;
+      this.trace?.({ kind: 'policy_step', agent: a, turn, loss: result.loss, gradNorm: result.gradNorm });
       const w = this.updateWindow[a];
       w.steps++;
       w.lossSum += result.loss;
       w.gradNormSum += result.gradNorm;
+    }
+  }
+
+  /** Sends each sample's returns and advantages to the trace (when one was given). */
+  private traceAdvantages(minibatch: readonly NodeSample[], padded: PaddedScoring | null): void {
+    const trace = this.trace;
+    if (!trace) return;
+    const { advantage_mode: mode, advantage_normalization: normalize, reference_kl_enabled: klOn, reference_kl_coef: klCoef } = this.config;
+    for (const sample of minibatch) {
+      const returns = effectiveReturns(sample, klOn ? klCoef : 0);
+      trace({
+        kind: 'group_advantages',
+        agent: sample.agent,
+        turn: sample.turn,
+        envStep: sample.envStep,
+        promptIds: sample.promptIds,
+        completionIds: scoredCompletions(sample.completionIds, padded),
+        returns,
+        advantagesRaw: groupAdvantages(returns, mode, false),
+        advantages: groupAdvantages(returns, mode, normalize),
+      });
     }
   }
 

@@ -164,7 +164,7 @@ export class MARLHFTrainer<T, S> extends MAGRPOTrainer<T, S> {
       const groups: CompletionGroup[] = [];
       for (let i = 0; i < this.agents.length; i++) {
         const promptIds = encodePrompt(this.agents[i], prompts[i], env.rendering?.(state, i));
-        groups.push(await this.timer.time('generation', () => generateGroup(this.agents[i], promptIds, n, this.settings, this.samplingRng)));
+        groups.push(await this.timer.time('generation', () => generateGroup(this.agents[i], promptIds, n, this.settings, this.samplingRng, this.completionSource(i))));
       }
       const actions = Array.from({ length: n }, (_, k) => groups.map((g) => g.texts[k]));
       const steps = await takeJointActions(env, state, actions, (rewards) => rewards.map(() => false), (r) => assertFiniteReward('MARLHF', env.name, r, 0), this.timer);

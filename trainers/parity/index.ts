@@ -1,0 +1,4 @@
+/** The CoMLRL parity check (scripts/comlrl-parity.mjs): one trainer update against CoMLRL's recorded one. */
+export * from './case.js';
+export * from './compare.js';
+export * from './vector.js';
