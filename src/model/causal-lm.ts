@@ -4,6 +4,7 @@ import * as tf from '@tensorflow/tfjs';
 import { gatherRows, lengthMask, uploadNow } from '../backend/index.js';
 import { planGeneration, planMicroBatches, unplannedPass, type MicroBatchPlan, type RowSize } from '../memory/plan.js';
 import { DEFAULT_MEMORY_SETTINGS, type MemorySettings, type PassMemory } from '../memory/settings.js';
+import { parseGenerationSampling, type CheckpointSampling } from '../sampling/defaults.js';
 import type { DecoderConfig } from './config.js';
 import { Decoder } from './decoder.js';
 import { generateSequences, type GenerationMode } from './generate.js';
@@ -38,6 +39,7 @@ export class TfCausalLM implements CausalLM {
   readonly hiddenSize: number;
   readonly numLayers: number;
   readonly eosTokenIds: readonly number[];
+  readonly samplingDefaults: CheckpointSampling | null;
   readonly decoder: Decoder;
   readonly rope: RotaryTables;
   private readonly specs: WeightSpec[];
@@ -74,6 +76,7 @@ export class TfCausalLM implements CausalLM {
     this.hiddenSize = decoderConfig.hiddenSize;
     this.numLayers = decoderConfig.numLayers;
     this.eosTokenIds = decoderConfig.eosTokenIds;
+    this.samplingDefaults = generationConfig ? parseGenerationSampling(generationConfig) : null;
     this.specs = expectedWeights(decoderConfig);
     const id = modelCounter++;
     this.vars = new Map();

@@ -4,6 +4,7 @@ import * as tf from '@tensorflow/tfjs';
 import { activeBackend, initBackend } from '../backend/index.js';
 import { TfCausalLM } from './causal-lm.js';
 import { parseDecoderConfig, parseGenerationEos, type DecoderConfig } from './config.js';
+import { parseGenerationSampling } from '../sampling/defaults.js';
 import { LoraAdapter } from './lora/adapter.js';
 import { acquireFrozenBase, baseKey, EMBED_KEY, FrozenBase, HEAD_KEY, isLayerLinear } from './lora/base.js';
 import type { LoraSettings } from './lora/config.js';
@@ -85,6 +86,8 @@ function readCheckpoint(dir: string, options: LoadCausalLMOptions): Checkpoint {
   const genFile = path.join(dir, 'generation_config.json');
   const genRaw = fs.existsSync(genFile) ? readJson(genFile) : null;
   const genEos = genRaw ? parseGenerationEos(genRaw, genFile) : undefined;
+  // Checked here so that a malformed sampling field is reported with the file's path.
+  if (genRaw) parseGenerationSampling(genRaw, genFile);
   const cfg = parseDecoderConfig(raw, configFile, genEos);
   const weights = loadCheckpointWeights(dir, cfg, { allowExtraTensors: options.allowExtraTensors });
   return { cfg, raw: raw as Record<string, unknown>, genRaw: genRaw as Record<string, unknown> | null, weights };
