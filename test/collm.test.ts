@@ -52,7 +52,7 @@ describe('actor-critic configs', () => {
       max_new_tokens: 256,
       temperature: 0.6,
       top_p: 0.6,
-      top_k: 0,
+      top_k: null,
       num_train_epochs: 40,
       use_separate_critic: true,
       critic_type: 'v',

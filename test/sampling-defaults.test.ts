@@ -133,6 +133,22 @@ describe('agents sample with their checkpoint top_k when the config leaves it nu
     expect(off.tokens.filter((t) => !top50.has(t)).length).toBeGreaterThan(DRAWS / 2);
   });
 
+  test("an unusable generation_config.json value names the agent and the file; a config value overrides it", async () => {
+    const dir = join(root, 'bad');
+    const file = join(dir, 'generation_config.json');
+    await createTinyModel({ dir, arch: 'qwen3', seed: 3, tokenizer: 'word', words: ['a', 'b'], hiddenSize: 32, numLayers: 1 });
+    await writeFile(file, JSON.stringify({ top_k: -1 }));
+    const agent = await loadAgent(dir, { name: 'bad' });
+    try {
+      expect(() => agentSampling(agent, settings(null))).toThrow(`agent 'bad': ${file}: top_k -1 is not an integer >= 0 (0 = off); set top_k in the config to override it`);
+      expect(agentSampling(agent, settings(4)).topK).toBe(4);
+    } finally {
+      agent.model.dispose();
+    }
+    await writeFile(file, JSON.stringify({ top_k: 'fifty' }));
+    await expect(loadAgent(dir)).rejects.toThrow(`${file}: field 'top_k' must be a number or null`);
+  });
+
   test('a trainer resolves each agent on its own checkpoint and reports it', () => {
     const make = (top_k: number | null) =>
       new MAGRPOTrainer({

@@ -63,6 +63,7 @@ export class TfCausalLM implements CausalLM {
    *   the adapter and of one reference to the base, and trains only the adapter).
    * @param generationConfig - raw generation_config.json, written back on save when present.
    * @param memory - the memory settings its passes are planned with (see {@link CausalLM.memory}).
+   * @param generationConfigFile - where `generationConfig` was read from, named in messages about its values.
    */
   constructor(
     readonly decoderConfig: DecoderConfig,
@@ -70,13 +71,14 @@ export class TfCausalLM implements CausalLM {
     weights: ReadonlyMap<string, { shape: number[]; data: Float32Array }> | LoraParts,
     private readonly generationConfig: Readonly<Record<string, unknown>> | null = null,
     readonly memory: Readonly<MemorySettings> = DEFAULT_MEMORY_SETTINGS,
+    private readonly generationConfigFile = 'generation_config.json',
   ) {
     this.architecture = decoderConfig.architecture;
     this.vocabSize = decoderConfig.vocabSize;
     this.hiddenSize = decoderConfig.hiddenSize;
     this.numLayers = decoderConfig.numLayers;
     this.eosTokenIds = decoderConfig.eosTokenIds;
-    this.samplingDefaults = generationConfig ? parseGenerationSampling(generationConfig) : null;
+    this.samplingDefaults = generationConfig ? parseGenerationSampling(generationConfig, generationConfigFile) : null;
     this.specs = expectedWeights(decoderConfig);
     const id = modelCounter++;
     this.vars = new Map();
@@ -146,7 +148,7 @@ export class TfCausalLM implements CausalLM {
     if (this.lora) throw new Error('frozenCopy: a LoRA model shares its frozen base; use withAdaptersOff');
     const weights = new Map<string, { shape: number[]; data: Float32Array }>();
     for (const s of this.specs) weights.set(s.name, { shape: s.shape.slice(), data: this.vars.get(s.name)!.dataSync() as Float32Array });
-    return new TfCausalLM(this.decoderConfig, this.config, weights, this.generationConfig, this.memory);
+    return new TfCausalLM(this.decoderConfig, this.config, weights, this.generationConfig, this.memory, this.generationConfigFile);
   }
 
   trainableVariables(): tf.Variable[] {
