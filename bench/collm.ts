@@ -47,7 +47,7 @@ export async function benchCollmCCItem(): Promise<Record<string, number>> {
         max_new_tokens: MAX_NEW_TOKENS,
         temperature: 1,
         top_p: 1,
-        top_k: null,
+        top_k: 0,
         early_termination_threshold: null,
         rollout_buffer_size: 2, // one 2-turn episode: an update every item
         update_epochs: 1,

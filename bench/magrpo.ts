@@ -45,7 +45,7 @@ export async function benchMagrpoStep(): Promise<Record<string, number>> {
       agents.push({ name: `agent_${i}`, model: await loadCausalLM(d), tokenizer: await loadTokenizer(d), chat: false });
     }
     const env = new ToyCoordEnv();
-    const settings = { maxNewTokens: MAX_NEW_TOKENS, temperature: 1, topP: 1, topK: null };
+    const settings = { maxNewTokens: MAX_NEW_TOKENS, temperature: 1, topP: 1, topK: 0 };
     const rng = rngFor(0, 'sampling');
     const optimizers = agents.map((a) => new AdamW(a.model.trainableVariables(), { lr: 1e-5 }));
     const phases: Record<string, number[]> = { generation: [], reward: [], scoring: [], backward: [], optimizer: [], step: [] };
@@ -119,7 +119,7 @@ export async function benchMagrpoStep(): Promise<Record<string, number>> {
         max_new_tokens: MAX_NEW_TOKENS,
         temperature: 1,
         top_p: 1,
-        top_k: null,
+        top_k: 0,
         rollout_buffer_size: 1,
         eval_interval: 0,
         num_train_epochs: 1,

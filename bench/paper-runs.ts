@@ -231,7 +231,7 @@ export async function paperRun(opts: PaperRunOptions): Promise<PaperRunResult> {
       max_new_tokens: 1,
       temperature: 1,
       top_p: 1,
-      top_k: null,
+      top_k: 0,
       early_termination_threshold: null,
       discount: 0.9,
       agent_learning_rate: ACTOR_LR,

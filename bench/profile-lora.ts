@@ -69,7 +69,7 @@ async function main(): Promise<void> {
       for (const n of [1, 4]) {
         const steps = 16;
         const [out, ms] = await time(`generate ${n} × ${steps} (prompt 40)`, () =>
-          model.generate([prompt], { maxNewTokens: steps, numReturnSequences: n, temperature: 1, topP: 1, topK: null, rng, eosTokenIds: [] }),
+          model.generate([prompt], { maxNewTokens: steps, numReturnSequences: n, temperature: 1, topP: 1, topK: 0, rng, eosTokenIds: [] }),
         );
         const per = ms / steps;
         const flops = 2 * (layerParams + headParams) * n;

@@ -88,7 +88,7 @@ export async function quickstart(options: QuickstartOptions = {}): Promise<Quick
       max_new_tokens: 2,
       temperature: 1,
       top_p: 1,
-      top_k: null,
+      top_k: 0,
       agent_learning_rate: 3e-3,
       num_train_epochs: options.epochs ?? Number(process.env.COMLRL_QUICKSTART_EPOCHS ?? 20),
       eval_interval: 16,

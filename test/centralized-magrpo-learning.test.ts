@@ -49,7 +49,7 @@ const CONFIG = {
   max_new_tokens: 2,
   temperature: 1,
   top_p: 1,
-  top_k: null,
+  top_k: 0,
   agent_learning_rate: LR,
   num_train_epochs: EPOCHS,
   logging_steps: 1_000_000,

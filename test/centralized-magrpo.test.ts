@@ -126,7 +126,7 @@ describe('loss (hand-computed)', () => {
 describe('with tiny checkpoints', () => {
   let dir: string;
   let cleanup: () => Promise<void>;
-  const FAST: CentralizedMAGRPOConfigInput = { max_new_tokens: 2, temperature: 1, top_p: 1, top_k: null, eval_interval: 0, logging_steps: 1, num_train_epochs: 1 };
+  const FAST: CentralizedMAGRPOConfigInput = { max_new_tokens: 2, temperature: 1, top_p: 1, top_k: 0, eval_interval: 0, logging_steps: 1, num_train_epochs: 1 };
   const policy = async (name: string): Promise<Agent[]> => tinyAgents(dir, [{ name, arch: 'qwen3', seed: 21, words: [...toyWords] }]);
 
   beforeAll(async () => {

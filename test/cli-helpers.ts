@@ -123,7 +123,7 @@ export function toyConfigYaml(opts: {
       ? { num_turns: 1, num_generations: 2, max_new_tokens: 2, num_train_epochs: 2, agent_learning_rate: 0.01, logging_steps: 1, eval_interval: 2, eval_num_samples: 4, eval_batch_size: 4, rollout_buffer_size: 2 }
       : { num_turns: 2, num_generations: 1, max_new_tokens: 2, num_train_epochs: 2, agent_learning_rate: 0.01, critic_learning_rate: 0.01, logging_steps: 1, eval_interval: 2, eval_num_samples: 4, eval_batch_size: 4, rollout_buffer_size: 3, early_termination_threshold: null };
   const doc = {
-    model: { agents: opts.agents, ...(opts.critics ? { critics: opts.critics } : {}), temperature: 1, top_p: 1, top_k: null },
+    model: { agents: opts.agents, ...(opts.critics ? { critics: opts.critics } : {}), temperature: 1, top_p: 1, top_k: 0 },
     dataset: { task: 'toy-coord', train_split: `[:${opts.trainItems ?? 3}]`, eval_split: '[:4]' },
     [trainer]: { ...base, ...opts.section },
     output: { dir: opts.out, save_steps: 2, ...opts.output },

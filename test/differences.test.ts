@@ -69,7 +69,7 @@ function constantHead(hidden: number, c: number): CriticHead {
 }
 
 const tasks = toyTasks(8, 'diff');
-const fast = { max_new_tokens: 2, temperature: 1, top_p: 1, top_k: null, eval_interval: 0, logging_steps: 1_000_000, seed: 5, weight_decay: 0 } as const;
+const fast = { max_new_tokens: 2, temperature: 1, top_p: 1, top_k: 0, eval_interval: 0, logging_steps: 1_000_000, seed: 5, weight_decay: 0 } as const;
 const weights = (a: readonly Agent[]) => a.flatMap((x) => x.model.trainableVariables().map((v) => Array.from(v.dataSync())));
 
 let dir: string;

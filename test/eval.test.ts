@@ -91,7 +91,7 @@ describe('task paper metrics', () => {
   afterAll(async () => cleanup());
 
   const houseDoc = (root: string) => ({
-    model: { agents: [join(root, 'h0'), join(root, 'h1')], temperature: 1, top_p: 1, top_k: null },
+    model: { agents: [join(root, 'h0'), join(root, 'h1')], temperature: 1, top_p: 1, top_k: 0 },
     dataset: { task: 'housebuild' },
     task: { player: { hp: 5 }, spider: { num: 3, atk_low: 1, atk_high: 3 }, rpg_seed: 0 },
     reward_processor: { shift: -1 },
@@ -124,7 +124,7 @@ describe('task paper metrics', () => {
     { task_id: 'Toy/1', prompt: 'def double(x):\n    """Return 2 * x."""\n', test: 'def check(candidate):\n    assert candidate(2) == 4\n', entry_point: 'double' },
   ];
   const cheDoc = (root: string) => ({
-    model: { agents: [join(root, 'h0'), join(root, 'h1')], temperature: 1, top_p: 1, top_k: null },
+    model: { agents: [join(root, 'h0'), join(root, 'h1')], temperature: 1, top_p: 1, top_k: 0 },
     dataset: { task: 'coophe', path: join(root, 'che.json'), train_split: 'train[:1]', eval_split: 'train' },
     magrpo: { num_turns: 1, num_generations: 2, max_new_tokens: 3, eval_batch_size: 4 },
     reward_processor: { shift: -4 },

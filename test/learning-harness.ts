@@ -20,7 +20,7 @@ export function toyAgentPair(a: number, b: number): TinyAgentSpec[] {
 }
 
 /** Sampling under which test/exact-eval.ts is exact: one token at temperature 1, no top-p / top-k. */
-export const ONE_WORD_SAMPLING = { max_new_tokens: 1, temperature: 1, top_p: 1, top_k: null } as const;
+export const ONE_WORD_SAMPLING = { max_new_tokens: 1, temperature: 1, top_p: 1, top_k: 0 } as const;
 
 /** What the harness needs of a trainer. */
 export interface TrainableRun {

@@ -114,7 +114,7 @@ describe('in this process', () => {
     }
   });
 
-  const CONFIG = { num_turns: 2, num_generations: 1, max_new_tokens: 2, temperature: 1, top_p: 1, top_k: null, num_train_epochs: 2, rollout_buffer_size: 3, agent_learning_rate: 0.01, critic_learning_rate: 0.01, eval_interval: 0, early_termination_threshold: null, seed: 3 };
+  const CONFIG = { num_turns: 2, num_generations: 1, max_new_tokens: 2, temperature: 1, top_p: 1, top_k: 0, num_train_epochs: 2, rollout_buffer_size: 3, agent_learning_rate: 0.01, critic_learning_rate: 0.01, eval_interval: 0, early_termination_threshold: null, seed: 3 };
   const loadCritic = async (dir: string, name: string): Promise<CriticLM> => ({ name, model: await loadCausalLM(dir), tokenizer: await loadTokenizer(dir) });
 
   /** A CoLLM-DC trainer on 4 toy items over agents and critics from `agents` / `critics`, with heads from `heads` when given. */

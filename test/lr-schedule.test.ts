@@ -117,7 +117,7 @@ describe('trainers step at the scheduled rate', () => {
   let cleanup: () => Promise<void>;
   let agents: Agent[];
   let critics: CriticLM[];
-  const base = { max_new_tokens: 1, temperature: 1, top_p: 1, top_k: null, eval_interval: 0, logging_steps: 1, num_turns: 1 } as const;
+  const base = { max_new_tokens: 1, temperature: 1, top_p: 1, top_k: 0, eval_interval: 0, logging_steps: 1, num_turns: 1 } as const;
 
   beforeAll(async () => {
     await initBackend(backendUnderTest('wasm'));

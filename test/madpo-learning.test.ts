@@ -73,7 +73,7 @@ async function run(seed: number, swapped: boolean): Promise<number> {
       max_new_tokens: 1,
       temperature: 1,
       top_p: 1,
-      top_k: null,
+      top_k: 0,
       preference_pairs_per_sample: 16,
       pair_selection: 'reward_gap',
       dpo_beta: 0.5,

@@ -19,7 +19,7 @@ const ws = useCliWorkspace('madpo-resume', { backend: backendUnderTest('wasm') }
  */
 function yaml(out: string): string {
   return stringify({
-    model: { agents: ws.agents, temperature: 1, top_p: 1, top_k: null },
+    model: { agents: ws.agents, temperature: 1, top_p: 1, top_k: 0 },
     dataset: { task: 'toy-coord', train_split: '[:5]', eval_split: '[:4]' },
     madpo: {
       num_generations: 6,

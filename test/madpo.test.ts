@@ -189,7 +189,7 @@ const FAST: MADPOConfigInput = {
   max_new_tokens: 2,
   temperature: 1,
   top_p: 1,
-  top_k: null,
+  top_k: 0,
   eval_interval: 0,
   logging_steps: 1,
   num_generations: 3,

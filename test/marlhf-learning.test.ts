@@ -120,7 +120,7 @@ const RUN: MARLHFConfigInput = {
   max_new_tokens: 1,
   temperature: 1,
   top_p: 1,
-  top_k: null,
+  top_k: 0,
   agent_learning_rate: 3e-3,
   num_train_epochs: 8,
   eval_interval: 0,

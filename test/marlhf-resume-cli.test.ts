@@ -27,7 +27,7 @@ beforeAll(async () => {
 /** A toy-task run: 5 items × 2 epochs after phase 1, a checkpoint every 2 items, a buffer of 3 node samples (part-full at the stop). */
 function yaml(out: string): string {
   return stringify({
-    model: { agents: ws.agents, critic_model: rewardModel, temperature: 1, top_p: 1, top_k: null },
+    model: { agents: ws.agents, critic_model: rewardModel, temperature: 1, top_p: 1, top_k: 0 },
     dataset: { task: 'toy-coord', train_split: '[:5]', eval_split: '[:4]' },
     marlhf: {
       num_generations: 3,

@@ -219,7 +219,7 @@ describe('where the penalty goes', () => {
       env: new ConstEnv(0.7),
       trainTasks: toyTasks(2, 'train'),
       logger: { log: (_s, m) => void logged.push(m) },
-      config: { num_turns: 2, num_generations: 1, max_new_tokens: 3, temperature: 1, top_p: 1, top_k: null, early_termination_threshold: 0.5, reference_kl_enabled: true, reference_kl_coef: 0.3, rollout_buffer_size: 1, logging_steps: 1, eval_interval: 0 },
+      config: { num_turns: 2, num_generations: 1, max_new_tokens: 3, temperature: 1, top_p: 1, top_k: 0, early_termination_threshold: 0.5, reference_kl_enabled: true, reference_kl_coef: 0.3, rollout_buffer_size: 1, logging_steps: 1, eval_interval: 0 },
     });
     try {
       const trs = await trainer.rollout(toyTasks(1, 'train')[0]);

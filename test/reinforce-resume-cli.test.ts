@@ -16,7 +16,7 @@ const ws = useCliWorkspace('reinforce-resume', { backend: backendUnderTest('wasm
 /** A toy-task run: 5 items × 2 epochs, a checkpoint every 2 items, a buffer of 3 node samples (part-full at the stop). */
 function yaml(section: string, models: readonly string[], out: string): string {
   return stringify({
-    model: { agents: models, temperature: 1, top_p: 1, top_k: null },
+    model: { agents: models, temperature: 1, top_p: 1, top_k: 0 },
     dataset: { task: 'toy-coord', train_split: '[:5]', eval_split: '[:4]' },
     [section]: { num_generations: 3, max_new_tokens: 2, num_train_epochs: 2, agent_learning_rate: 0.01, logging_steps: 1, eval_interval: 2, eval_num_samples: 4, eval_batch_size: 4, rollout_buffer_size: 3, train_batch_size: 2, advantage_normalization: false },
     output: { dir: out, save_steps: 2 },

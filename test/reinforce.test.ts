@@ -89,7 +89,7 @@ const FAST: MAGRPOConfigInput = {
   max_new_tokens: 1,
   temperature: 1,
   top_p: 1,
-  top_k: null,
+  top_k: 0,
   eval_interval: 0,
   logging_steps: 1,
   num_train_epochs: 1,

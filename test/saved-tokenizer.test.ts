@@ -24,7 +24,7 @@ import { agentDir } from '../trainers/core/save.js';
 import { backendUnderTest } from './backend-under-test.js';
 import { tempDir } from './cli-helpers.js';
 
-const CONFIG = { num_turns: 2, num_generations: 1, max_new_tokens: 2, temperature: 1, top_p: 1, top_k: null, num_train_epochs: 1, rollout_buffer_size: 3, eval_interval: 0, early_termination_threshold: null, seed: 3 };
+const CONFIG = { num_turns: 2, num_generations: 1, max_new_tokens: 2, temperature: 1, top_p: 1, top_k: 0, num_train_epochs: 1, rollout_buffer_size: 3, eval_interval: 0, early_termination_threshold: null, seed: 3 };
 const TEXTS = ['red blue green', 'the cat sat on the mat, twice!', 'zzz unknown wörds 42', '<|im_start|>user\nhi<|im_end|>'];
 
 let root: string;

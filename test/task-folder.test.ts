@@ -78,7 +78,7 @@ afterAll(async () => cleanup());
 function configFile(out: string): string {
   const file = join(root, `${out}.yaml`);
   const doc = {
-    model: { agents, temperature: 1, top_p: 1, top_k: null },
+    model: { agents, temperature: 1, top_p: 1, top_k: 0 },
     dataset: { task: 'echo-pair' },
     magrpo: { num_turns: 1, num_generations: 2, max_new_tokens: 2, num_train_epochs: 1, agent_learning_rate: 0.01, logging_steps: 1, eval_interval: 0, eval_num_samples: 4, eval_batch_size: 4, rollout_buffer_size: 2 },
     output: { dir: join(root, out), save_steps: 0 },

@@ -81,7 +81,7 @@ test('tensorBoardCallback: the rows a library trainer logs, at their env steps',
       trainTasks: toyTrainTasks.slice(0, 3),
       evalTasks: toyEvalTasks,
       logger,
-      config: { num_turns: 1, num_generations: 2, max_new_tokens: 2, temperature: 1, top_p: 1, top_k: null, agent_learning_rate: 1e-2, num_train_epochs: 1, eval_interval: 2, eval_num_samples: 2, logging_steps: 1, rollout_buffer_size: 2, seed: 0 },
+      config: { num_turns: 1, num_generations: 2, max_new_tokens: 2, temperature: 1, top_p: 1, top_k: 0, agent_learning_rate: 1e-2, num_train_epochs: 1, eval_interval: 2, eval_num_samples: 2, logging_steps: 1, rollout_buffer_size: 2, seed: 0 },
     });
     const tb = TensorBoardWriter.open(join(dir, 'tensorboard'));
     await trainer.train({ callbacks: [tensorBoardCallback(tb)] });

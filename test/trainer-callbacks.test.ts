@@ -16,7 +16,7 @@ const CONFIG: MAGRPOConfigInput = {
   max_new_tokens: 1,
   temperature: 1,
   top_p: 1,
-  top_k: null,
+  top_k: 0,
   num_turns: 1,
   num_generations: 2,
   rollout_buffer_size: 2,

@@ -200,7 +200,7 @@ describe('with tiny checkpoints', () => {
   test('K samples per prompt from one generate call, decoded without special tokens', async () => {
     const agent = agents[0];
     const prompts = [encodePrompt(agent, 'cue red'), encodePrompt(agent, 'cue blue partner sky')];
-    const settings = { maxNewTokens: 5, temperature: 1, topP: 1, topK: null };
+    const settings = { maxNewTokens: 5, temperature: 1, topP: 1, topK: 0 };
     const groups = await generateGroups(agent, prompts, 3, settings, createRng(9));
     expect(groups).toHaveLength(2);
     for (const [p, g] of groups.entries()) {

@@ -127,7 +127,7 @@ export async function demoConfigDocument(opts: { trainer: TrainerName; steps?: n
   const epochs = steps <= 16 ? 1 : Math.max(1, Math.round(steps / 16));
   const items = steps <= 16 ? steps : 16;
   const agents = [await cachedTinyModel(opts.cache, 'agent-a', 1), await cachedTinyModel(opts.cache, 'agent-b', 2)];
-  const model: Record<string, unknown> = { agents, use_chat_template: false, temperature: 1, top_p: 1, top_k: null };
+  const model: Record<string, unknown> = { agents, use_chat_template: false, temperature: 1, top_p: 1, top_k: 0 };
   if (opts.trainer === 'collm-dc') model.critics = [await cachedTinyModel(opts.cache, 'critic-a', 5), await cachedTinyModel(opts.cache, 'critic-b', 6)];
   if (opts.trainer === 'collm-cc') model.critics = [await cachedTinyModel(opts.cache, 'critic-a', 5)];
   const total = epochs * items;

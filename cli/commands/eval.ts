@@ -18,6 +18,8 @@ import { rngFor } from '../../src/util/rng.js';
 import { runEvalEpisodes } from '../../trainers/core/eval.js';
 import { agentDir } from '../../trainers/core/save.js';
 import { generationSettingsOf } from '../../trainers/core/trainer.js';
+import { agentSampling } from '../../trainers/core/generation.js';
+import { describeSampling } from '../../src/sampling/defaults.js';
 import { getTrainer } from '../../trainers/registry.js';
 import { commandArgs, formatUsage, intOpt, listOpt, stringOpt, UsageError, type OptionSpec } from '../args.js';
 import type { CommandContext } from '../context.js';
@@ -138,6 +140,10 @@ async function playEvalBatches(request: EvalRequest, task: TaskSetup, agents: re
   const batchSize = tc.eval_batch_size;
   const rng = rngFor(config.seed, 'eval');
   const episodes: AnyEpisode[] = [];
+  if (!greedy) {
+    // `top_k: null` takes each agent's checkpoint value: say what sampling runs.
+    for (const [i, agent] of agents.entries()) ctx.err(`[comlrl eval] agent ${i} samples with ${describeSampling(agentSampling(agent, generationSettingsOf(tc)))}`);
+  }
   const bar = new ProgressBar({ total: repeated.length, label: 'eval', ...(ctx.progress ? { stream: ctx.progress } : {}) });
   const interrupts = handleInterrupts(ctx.err, 'stopping after the current batch of episodes; no metrics are written');
   try {

@@ -11,6 +11,9 @@ import { stringify as yamlStringify } from 'yaml';
 import { initBackend, type BackendName } from '../../src/backend/init.js';
 import { CheckpointError, cleanInterruptedWrites, listCheckpoints, writeFileAtomically } from '../../src/checkpoint/atomic.js';
 import { restoreTrainerState } from '../../trainers/core/checkpoint.js';
+import { agentSampling } from '../../trainers/core/generation.js';
+import { generationSettingsOf } from '../../trainers/core/trainer.js';
+import { describeSampling } from '../../src/sampling/defaults.js';
 import { runConfigToDocument } from '../../src/config/schema.js';
 import { peakMemory } from '../../src/logging/memory.js';
 import { MetricsLogger, readMetrics } from '../../src/logging/metrics.js';
@@ -138,6 +141,8 @@ export async function openRun(run: PreparedRun): Promise<void> {
     const tb = TensorBoardWriter.open(path.join(runDir, RUN_FILES.tensorboard), { rows: metrics.rows() });
     metrics.mirrorTo((row) => tb.writeRow(row));
   }
+  // What each agent samples with: `top_k: null` is filled from its checkpoint, so it is recorded.
+  const sampling = trainer.agents.map((agent) => agentSampling(agent, generationSettingsOf(config.trainerConfig)));
   metrics.write(trainer.envSteps, {
     'run/backend': backend,
     'run/seed': config.seed,
@@ -146,8 +151,16 @@ export async function openRun(run: PreparedRun): Promise<void> {
     'run/task': config.dataset.task,
     'run/step': step,
     'run/resumed': resume ? 1 : 0,
+    ...Object.fromEntries(
+      sampling.flatMap((s, i) => [
+        [`run/sampling/agent_${i}/temperature`, s.temperature],
+        [`run/sampling/agent_${i}/top_p`, s.topP],
+        [`run/sampling/agent_${i}/top_k`, s.topK],
+      ]),
+    ),
   });
   log(`[comlrl] ${resume ? `resuming ${displayPath(resume.checkpoint)} at step ${step}/${totalSteps}` : `training ${config.trainer} on ${config.dataset.task}: ${totalSteps} steps (${trainer.epochs} epochs × ${trainer.itemsPerEpoch} items)`} · backend ${backend} · seed ${config.seed} · config ${hash}`);
+  for (const [i, s] of sampling.entries()) log(`[comlrl] agent ${i} samples with ${describeSampling(s)}`);
   log(`[comlrl] run directory: ${runDir}`);
 }
 

@@ -52,7 +52,7 @@ export interface ParsedOverride {
   /**
    * Set for `key=null` (also `key=~` and `key=`): the key is removed, so its default (or an
    * alternative key such as `model.agents` for `model.agent_model`) applies. An explicit
-   * `key=!!null` keeps a null value (e.g. `magrpo.top_k=!!null` to turn top-k off).
+   * `key=!!null` keeps a null value (e.g. `magrpo.top_k=!!null`: the checkpoint's top-k, else 50, as CoMLRL's None).
    */
   readonly unset?: true;
 }

@@ -82,6 +82,7 @@ const modelSchema = z.strictObject({
   /** Sampling defaults; a value set in the trainer section wins. */
   temperature: num('model.temperature').refine((v) => v > 0, { error: 'model.temperature must be > 0' }).optional(),
   top_p: num('model.top_p').refine((v) => v > 0 && v <= 1, { error: 'model.top_p must be in (0, 1]' }).optional(),
+  /** 0 = off; null = each agent checkpoint's generation_config.json top_k, else 50 (CoMLRL's None). */
   top_k: int('model.top_k', 0).nullable().optional(),
   /** Render prompts through each tokenizer's chat template (HouseBuild's configs: true). */
   use_chat_template: bool('model.use_chat_template').default(false),

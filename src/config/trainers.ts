@@ -19,6 +19,7 @@ export type TrainerSectionFields = {
   readonly max_new_tokens: number;
   readonly temperature: number;
   readonly top_p: number;
+  /** 0 = off; null = the agent checkpoint's generation_config.json value, else 50 (CoMLRL's None). */
   readonly top_k: number | null;
   readonly discount: number;
   readonly eval_interval: number;

@@ -4,6 +4,7 @@ import * as tf from '@tensorflow/tfjs';
 import { gatherRows, lengthMask, uploadNow } from '../backend/index.js';
 import { planGeneration, planMicroBatches, unplannedPass, type MicroBatchPlan, type RowSize } from '../memory/plan.js';
 import { DEFAULT_MEMORY_SETTINGS, type MemorySettings, type PassMemory } from '../memory/settings.js';
+import { parseGenerationSampling, type CheckpointSampling } from '../sampling/defaults.js';
 import type { DecoderConfig } from './config.js';
 import { Decoder } from './decoder.js';
 import { generateSequences, type GenerationMode } from './generate.js';
@@ -38,6 +39,7 @@ export class TfCausalLM implements CausalLM {
   readonly hiddenSize: number;
   readonly numLayers: number;
   readonly eosTokenIds: readonly number[];
+  readonly samplingDefaults: CheckpointSampling | null;
   readonly decoder: Decoder;
   readonly rope: RotaryTables;
   private readonly specs: WeightSpec[];
@@ -61,6 +63,7 @@ export class TfCausalLM implements CausalLM {
    *   the adapter and of one reference to the base, and trains only the adapter).
    * @param generationConfig - raw generation_config.json, written back on save when present.
    * @param memory - the memory settings its passes are planned with (see {@link CausalLM.memory}).
+   * @param generationConfigFile - where `generationConfig` was read from, named in messages about its values.
    */
   constructor(
     readonly decoderConfig: DecoderConfig,
@@ -68,12 +71,14 @@ export class TfCausalLM implements CausalLM {
     weights: ReadonlyMap<string, { shape: number[]; data: Float32Array }> | LoraParts,
     private readonly generationConfig: Readonly<Record<string, unknown>> | null = null,
     readonly memory: Readonly<MemorySettings> = DEFAULT_MEMORY_SETTINGS,
+    private readonly generationConfigFile = 'generation_config.json',
   ) {
     this.architecture = decoderConfig.architecture;
     this.vocabSize = decoderConfig.vocabSize;
     this.hiddenSize = decoderConfig.hiddenSize;
     this.numLayers = decoderConfig.numLayers;
     this.eosTokenIds = decoderConfig.eosTokenIds;
+    this.samplingDefaults = generationConfig ? parseGenerationSampling(generationConfig, generationConfigFile) : null;
     this.specs = expectedWeights(decoderConfig);
     const id = modelCounter++;
     this.vars = new Map();
@@ -143,7 +148,7 @@ export class TfCausalLM implements CausalLM {
     if (this.lora) throw new Error('frozenCopy: a LoRA model shares its frozen base; use withAdaptersOff');
     const weights = new Map<string, { shape: number[]; data: Float32Array }>();
     for (const s of this.specs) weights.set(s.name, { shape: s.shape.slice(), data: this.vars.get(s.name)!.dataSync() as Float32Array });
-    return new TfCausalLM(this.decoderConfig, this.config, weights, this.generationConfig, this.memory);
+    return new TfCausalLM(this.decoderConfig, this.config, weights, this.generationConfig, this.memory, this.generationConfigFile);
   }
 
   trainableVariables(): tf.Variable[] {

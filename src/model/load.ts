@@ -4,6 +4,7 @@ import * as tf from '@tensorflow/tfjs';
 import { activeBackend, initBackend } from '../backend/index.js';
 import { TfCausalLM } from './causal-lm.js';
 import { parseDecoderConfig, parseGenerationEos, type DecoderConfig } from './config.js';
+import { parseGenerationSampling } from '../sampling/defaults.js';
 import { LoraAdapter } from './lora/adapter.js';
 import { acquireFrozenBase, baseKey, EMBED_KEY, FrozenBase, HEAD_KEY, isLayerLinear } from './lora/base.js';
 import type { LoraSettings } from './lora/config.js';
@@ -85,6 +86,8 @@ function readCheckpoint(dir: string, options: LoadCausalLMOptions): Checkpoint {
   const genFile = path.join(dir, 'generation_config.json');
   const genRaw = fs.existsSync(genFile) ? readJson(genFile) : null;
   const genEos = genRaw ? parseGenerationEos(genRaw, genFile) : undefined;
+  // Its sampling fields are read again by the model; checked now, before any weight is read.
+  if (genRaw) parseGenerationSampling(genRaw, genFile);
   const cfg = parseDecoderConfig(raw, configFile, genEos);
   const weights = loadCheckpointWeights(dir, cfg, { allowExtraTensors: options.allowExtraTensors });
   return { cfg, raw: raw as Record<string, unknown>, genRaw: genRaw as Record<string, unknown> | null, weights };
@@ -125,7 +128,7 @@ export async function loadCausalLM(dir: string, options: LoadCausalLMOptions = {
   // start the default one rather than let tfjs pick its own with a console nag.
   await ensureBackend();
   checkWeightsFit(dir, weights, 'the model', memory);
-  return new TfCausalLM(cfg, raw, weights, genRaw, memory);
+  return new TfCausalLM(cfg, raw, weights, genRaw, memory, path.join(dir, 'generation_config.json'));
 }
 
 async function ensureBackend(): Promise<void> {
@@ -159,7 +162,7 @@ async function loadLora(dir: string, options: LoadCausalLMOptions, memory: Reado
     base.release();
     throw err;
   }
-  return new TfCausalLM(base.decoderConfig, base.config, { base, adapter }, base.generationConfig, memory);
+  return new TfCausalLM(base.decoderConfig, base.config, { base, adapter }, base.generationConfig, memory, path.join(base.dir, 'generation_config.json'));
 }
 
 /** Whether tfjs already has a backend instance (set by initBackend or tf.setBackend directly). */

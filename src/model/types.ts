@@ -1,6 +1,7 @@
 import type * as tf from '@tensorflow/tfjs';
 import type { MicroBatchOptions, MicroBatchPlan, RowSize } from '../memory/plan.js';
 import type { MemorySettings, PassMemory } from '../memory/settings.js';
+import type { CheckpointSampling } from '../sampling/defaults.js';
 import type { Rng } from '../util/rng.js';
 
 export type { MemorySettings, PassMemory } from '../memory/settings.js';
@@ -20,7 +21,11 @@ export interface SamplingOptions {
   temperature?: number;
   /** Nucleus sampling mass; 1 (default) turns it off. */
   topP?: number;
-  /** Keep only the k most likely tokens; null/undefined/0 turns it off. */
+  /**
+   * Keep only the k most likely tokens; 0, null or undefined turns it off. (A run config's
+   * `top_k: null` means the checkpoint's value or 50 instead; trainers resolve it before calling
+   * generate: see `resolveSampling`.)
+   */
   topK?: number | null;
   /** Samples per prompt; outputs are prompt-major (prompt p, sample j at index p·n + j). Default 1. */
   numReturnSequences?: number;
@@ -74,6 +79,12 @@ export interface CausalLM {
   readonly numLayers: number;
   /** End-of-sequence ids from config.json / generation_config.json. */
   readonly eosTokenIds: readonly number[];
+  /**
+   * temperature / top_k / top_p of the checkpoint's generation_config.json: what a run config's
+   * unset sampling values take, as in transformers (see `resolveSampling`). Null or absent: the
+   * checkpoint has no generation_config.json. {@link CausalLM.generate} itself does not read them.
+   */
+  readonly samplingDefaults?: CheckpointSampling | null;
 
   /** Trainable weights in checkpoint order (HF names via {@link CausalLM.weightNames}). */
   trainableVariables(): tf.Variable[];

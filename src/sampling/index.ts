@@ -7,3 +7,5 @@ export { kthLargest } from './topk.js';
 export { sampleNextTokens, sampleFromDistribution, greedyToken } from './sample.js';
 export type { NextTokens } from './sample.js';
 export { sampleNextTokensOnDevice } from './device.js';
+export { TRANSFORMERS_SAMPLING_DEFAULTS, parseGenerationSampling, resolveSampling, describeSampling } from './defaults.js';
+export type { CheckpointSampling, RequestedSampling, ResolvedSampling, SamplingSource } from './defaults.js';

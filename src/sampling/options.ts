@@ -10,7 +10,11 @@ export interface NextTokenOptions {
   greedy?: boolean;
   /** Softmax temperature, strictly positive. Default 1. Use `greedy` for deterministic decoding. */
   temperature?: number;
-  /** Keep the k highest logits (ties with the k-th are kept, as HF does); null/undefined/0 = off. */
+  /**
+   * Keep the k highest logits (ties with the k-th are kept, as HF does); 0, null or undefined = off.
+   * (A run config's `top_k: null` is not passed here as null: trainers first resolve it to the
+   * checkpoint's value or 50, see `resolveSampling`.)
+   */
   topK?: number | null;
   /** Nucleus mass in (0, 1]; 1 (default) = off. */
   topP?: number;

@@ -71,7 +71,10 @@ function sharedFields() {
     temperature: finiteNumber('temperature', { min: 0, exclusiveMin: true }).default(0.6),
     /** Nucleus mass in (0, 1]; 1 turns it off. */
     top_p: finiteNumber('top_p', { min: 0, max: 1, exclusiveMin: true }).default(0.6),
-    /** Top-k filter; null (or 0) turns it off. */
+    /**
+     * Top-k filter. null (CoMLRL's default None) leaves it to each agent's checkpoint: its
+     * generation_config.json `top_k`, else transformers' 50. 0 turns it off.
+     */
     top_k: intAtLeast('top_k', 0).nullable().default(null),
     /** Passes over the training tasks. */
     num_train_epochs: intAtLeast('num_train_epochs', 1).default(40),

@@ -5,6 +5,7 @@
 import type { Agent } from '../../src/decpomdp/agent.js';
 import type { ObservationRendering } from '../../src/decpomdp/types.js';
 import type { ChatMessage } from '../../src/tokenizer/types.js';
+import { resolveSampling, type ResolvedSampling } from '../../src/sampling/defaults.js';
 import type { Rng } from '../../src/util/rng.js';
 
 /**
@@ -33,15 +34,35 @@ export function encodePrompt(agent: Agent, observation: string, rendering?: Obse
   return agent.tokenizer.encode(text, { addSpecialTokens: false });
 }
 
-/** Sampling settings shared by every generate call of a trainer. */
+/**
+ * Sampling settings shared by every generate call of a trainer. The values are the config's; each
+ * agent samples with {@link agentSampling} of them (its checkpoint fills `topK: null`).
+ */
 export interface GenerationSettings {
   maxNewTokens: number;
   temperature: number;
   topP: number;
-  /** null or 0: off. */
+  /**
+   * CoMLRL's meaning: null = unset, so the agent checkpoint's generation_config.json `top_k`, else
+   * transformers' default 50; 0 = no top-k filter; k > 0 = keep the k most likely tokens.
+   */
   topK: number | null;
   /** Argmax decoding (evaluation may use it). */
   greedy?: boolean;
+}
+
+/**
+ * The temperature, top-p and top-k agent `agent` samples with under `settings`: the settings'
+ * values, with an unset top-k taken from the agent's generation_config.json or transformers'
+ * default 50, as CoMLRL's `generate()` call gets it (see `resolveSampling`, docs/sampling.md).
+ * Agents on different checkpoints may get different values.
+ */
+export function agentSampling(agent: Agent, settings: Pick<GenerationSettings, 'temperature' | 'topP' | 'topK'>): ResolvedSampling {
+  try {
+    return resolveSampling({ temperature: settings.temperature, topP: settings.topP, topK: settings.topK }, agent.model.samplingDefaults ?? null);
+  } catch (err) {
+    throw new Error(`agent '${agent.name}': ${(err as Error).message}`);
+  }
 }
 
 /** K completions of one agent for one prompt. */
@@ -128,13 +149,14 @@ export async function generateGroups(
   source?: CompletionSource,
 ): Promise<CompletionGroup[]> {
   if (source?.sampler) return sampledElsewhere(agent, source.index, prompts, k, source.sampler);
+  const sampling = agentSampling(agent, settings);
   const out = await agent.model.generate(
     prompts.map((p) => [...p]),
     {
       maxNewTokens: settings.maxNewTokens,
-      temperature: settings.temperature,
-      topP: settings.topP,
-      topK: settings.topK,
+      temperature: sampling.temperature,
+      topP: sampling.topP,
+      topK: sampling.topK,
       greedy: settings.greedy ?? false,
       numReturnSequences: k,
       eosTokenIds: stopIds(agent),

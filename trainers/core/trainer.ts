@@ -16,8 +16,9 @@ import { createRng, rngFor, type Rng } from '../../src/util/rng.js';
 import type { LrScheduleSettings } from './config.js';
 import { evalTurnMetrics, runEvalCallbacks, runEvalEpisodes, summarizeEval, type EvalCallback, type EvalEpisode } from './eval.js';
 import { saveAgents, type SaveOptions } from './save.js';
-import type { CompletionSampler, CompletionSource, GenerationSettings } from './generation.js';
+import { agentSampling, type CompletionSampler, type CompletionSource, type GenerationSettings } from './generation.js';
 import type { UpdateTrace } from './trace.js';
+import type { ResolvedSampling } from '../../src/sampling/defaults.js';
 import { PhaseTimer, type MetricRecord, type MetricsSink } from './metrics.js';
 import { CallbackList, type ItemEvent, type TrainEndReason, type TrainerCallback, type TrainerControl, type TrainEvent } from './callbacks.js';
 import { checkTrainerState, optimizerStates, restoreOptimizers, type DatasetCursor, type TrainerState } from './state.js';
@@ -81,7 +82,10 @@ export interface TrainerRunFields extends TrainerSectionFields, Partial<LrSchedu
   readonly weight_decay: number;
 }
 
-/** The sampling settings of a trainer config's generate calls (training; eval adds `greedy`). */
+/**
+ * The sampling settings of a trainer config's generate calls (training; eval adds `greedy`).
+ * `top_k: null` stays null here: each agent fills it from its checkpoint ({@link agentSampling}).
+ */
 export function generationSettingsOf(config: Pick<TrainerRunFields, 'max_new_tokens' | 'temperature' | 'top_p' | 'top_k'>): GenerationSettings {
   return { maxNewTokens: config.max_new_tokens, temperature: config.temperature, topP: config.top_p, topK: config.top_k };
 }
@@ -144,6 +148,11 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
   private trainSink: MetricsSink | null = null;
   /** Sampling settings of every training generate call. */
   protected readonly settings: GenerationSettings;
+  /**
+   * What each agent samples with (training and sampled evaluation): the config's values, an unset
+   * `top_k` filled from the agent's generation_config.json or transformers' default 50.
+   */
+  readonly sampling: readonly ResolvedSampling[];
   /** Samples per minibatch (one optimizer step each). */
   protected readonly trainBatchSize: number;
   protected readonly timer = new PhaseTimer();
@@ -197,6 +206,8 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
     this.sampler = inputs.sampler ?? null;
     this.trace = inputs.trace ?? null;
     this.settings = generationSettingsOf(config);
+    // Resolved now so that a checkpoint's unusable value fails before the first item.
+    this.sampling = this.agents.map((agent) => agentSampling(agent, this.settings));
     this.trainBatchSize = config.train_batch_size ?? config.rollout_buffer_size;
     this.samplingRng = rngFor(config.seed, 'sampling');
     this.minibatchRng = rngFor(config.seed, 'minibatch');

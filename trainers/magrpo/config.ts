@@ -40,7 +40,10 @@ const schema = z.strictObject({
   temperature: finiteNumber('temperature', { min: 0, exclusiveMin: true }).default(0.6),
   /** Nucleus mass in (0, 1]; 1 turns it off. */
   top_p: finiteNumber('top_p', { min: 0, max: 1, exclusiveMin: true }).default(0.6),
-  /** Top-k filter; null (or 0) turns it off. */
+  /**
+   * Top-k filter (CoMLRL's default 50). 0 turns it off; null leaves it to each agent's checkpoint,
+   * as CoMLRL's None does: its generation_config.json `top_k`, else transformers' 50.
+   */
   top_k: intAtLeast('top_k', 0).nullable().default(50),
   /** H: depth of the rollout tree (turns). Must not exceed the environment's horizon. */
   num_turns: intAtLeast('num_turns', 1).default(2),
