@@ -120,13 +120,16 @@ describe('config hash (checkpoint identity) is unchanged', () => {
     return loadConfig(file, sets);
   };
   test('MAGRPO configs hash as before the refactor', () => {
-    expect(runConfigHash(load(TLDR_MAGRPO))).toBe('b08f279828e8c604');
+    // The configs without `discount` hash with MAGRPO's default, CoMLRL's 1.0 (computed with this
+    // code; the default of 0.9 before it gave b08f…/eebc…): a checkpoint trained with γ 0.9 must
+    // not resume as 1.0.
+    expect(runConfigHash(load(TLDR_MAGRPO))).toBe('2ed854c71b4a7e45');
     expect(runConfigHash(load(HOUSE_MAGRPO))).toBe('45e36fcb8076ef9c');
     // CoopHE: external options and the task's sandbox options (now parsed by the task's own spec).
     expect(runConfigHash(load(COOPHE_MAGRPO))).toBe('213432adbb8f11b3');
     expect(runConfigHash(load(COOPHE_MAGRPO, ['task.pool_size=2']))).not.toBe('213432adbb8f11b3');
     const toy = load(TLDR_MAGRPO, ['dataset.task=toy-coord', 'dataset.path=null', 'dataset.train_split=null', 'dataset.eval_split=null']);
-    expect(runConfigHash(toy)).toBe('eebcf9867b2e5be0');
+    expect(runConfigHash(toy)).toBe('77257be33e687711');
     rmSync(dir, { recursive: true, force: true });
   });
 });

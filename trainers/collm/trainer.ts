@@ -23,10 +23,13 @@
  *          advantage clip) — a head on the actor's backbone instead joins the actor's loss for one step;
  *        then a centralized critic, once.
  *      The buffer is then empty. During a critic warm-up (`critic_warmup_items`) only the critics
- *      step (a head on an actor: only the head).
+ *      step (a head on an actor: only the head). `update_order: agent` (CoMLRL) walks the buffer
+ *      agent by agent instead, each actor step followed by its critic's (the centralized critic
+ *      then steps once per agent).
  *
- * Differences from CoMLRL 1.3.6 (README): the paper-aligned options above unless `comlrl136()`
- * turns them off; non-finite losses raise; streams are seeded.
+ * Differences from CoMLRL (docs/differences.md): the paper-aligned options above unless
+ * `comlrlCompatible()` turns them off (then one update equals CoMLRL's, scripts/comlrl-parity.mjs);
+ * non-finite losses raise; streams are seeded.
  */
 import { planMinibatches, type JointTransition } from '../../src/buffer/replay.js';
 import { tdTargets } from '../../src/buffer/targets.js';

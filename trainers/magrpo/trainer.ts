@@ -1,5 +1,6 @@
 /**
- * MAGRPO — Multi-Agent Group Relative Policy Optimization (MAGRPO paper; CoMLRL 1.3.6 behaviour).
+ * MAGRPO — Multi-Agent Group Relative Policy Optimization (MAGRPO paper; CoMLRL's MAGRPOTrainer,
+ * checked update for update against CoMLRL's own by scripts/comlrl-parity.mjs).
  *
  * For each training task:
  *   1. Expand a rollout tree. At a node (state s, turn t) every agent i observes o_i = observe(s, i)
@@ -15,8 +16,9 @@
  *        loss = mean_samples mean_k [ −A_k · Σ_t log π(token_t of completion k) ],
  *      with A the group-relative advantage (mean / raw / max / rloo, then optionally z-scored).
  *
- * Deliberate differences from CoMLRL 1.3.6 (README "Differences from CoMLRL"): every generated
- * token is scored (EOS included, padding never; CoMLRL drops the last token and scores padding),
+ * Deliberate differences from CoMLRL (docs/differences.md): every generated token is scored (EOS
+ * included, padding never; `score_last_token: false` gives CoMLRL's scoring of the padded rows
+ * minus their last position), γ applies when set below 1 (CoMLRL's returns are undiscounted),
  * joint_mode is 'aligned' | 'cross' only, evaluation ends episodes early as training does,
  * non-finite losses raise, random streams are seeded.
  */
