@@ -1,5 +1,6 @@
 /**
- * The paths a run config names (model folders, data files) and where a relative one points: a
+ * The paths a run config names (model folders, including a trainer section's own such as
+ * `marlhf.reward_model_name`, and data files) and where a relative one points: a
  * path written in a config file is relative to that file's folder, a `--set` value to the working
  * directory. Both are made absolute once, when the file is loaded (see `loadRunConfig`), so the
  * run directory's config.yaml names the same folders from anywhere.
@@ -72,11 +73,12 @@ export function resolveRunConfigPaths(config: RunConfig, baseDir: string): RunCo
 /** The model folders the trainer's own section names (see `TrainerSectionSpec.modelPathFields`), keyed `<section>.<field>`. */
 function trainerModelPathsOf(config: RunConfig): [key: string, dir: string][] {
   const spec = findTrainerSection(config.trainer);
+  if (!spec?.modelPathFields) return [];
   const section = config.trainerConfig as Readonly<Record<string, unknown>>;
   const out: [string, string][] = [];
-  for (const f of spec?.modelPathFields ?? []) {
+  for (const f of spec.modelPathFields) {
     const v = section[f];
-    if (typeof v === 'string') out.push([`${spec!.section}.${f}`, v]);
+    if (typeof v === 'string') out.push([`${spec.section}.${f}`, v]);
   }
   return out;
 }

@@ -37,7 +37,7 @@ export interface ItemEvent extends TrainEvent {
  * training task, then each step of the reward model's fit): `done` of `total` units of `phase`.
  */
 export interface PhaseEvent extends TrainEvent {
-  /** What the work is, for display, e.g. 'reward model: candidates'. */
+  /** What the work is, for display, e.g. 'reward model fit'. */
   readonly phase: string;
   readonly done: number;
   readonly total: number;
@@ -76,8 +76,9 @@ export interface TrainEndEvent extends TrainEvent {
 export interface TrainerControl {
   /**
    * End the run: checked after train begin, after each phase step (the phase is then left
-   * unfinished), after each item begin (the item is then skipped) and after each item end (before the epoch's closing work, so the cursor stays where it is and a
-   * later `train()` or a resume continues exactly there).
+   * unfinished), after each item begin (the item is then skipped) and after each item end (before
+   * the epoch's closing work, so the cursor stays where it is and a later `train()` or a resume
+   * continues exactly there).
    */
   stop: boolean;
   /**

@@ -47,9 +47,9 @@ export interface TrainOptions {
 }
 
 /**
- * Reports a step of a trainer's work before its items to the callbacks (see {@link PhaseEvent}),
- * letting the event loop run first (a pending Ctrl-C is heard); resolves to true when a callback
- * asked the run to stop.
+ * Reports a step of a trainer's work before its items to the callbacks (see {@link PhaseEvent}:
+ * progress, and the CLI's stop callback, which lets a pending Ctrl-C be heard); resolves to true
+ * when a callback asked the run to stop.
  */
 export type PhaseReport = (phase: string, done: number, total: number) => Promise<boolean>;
 

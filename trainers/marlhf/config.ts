@@ -6,8 +6,9 @@
  * section maps over 1:1; those MARLHF does not use (MADPO's `dpo_beta`, `use_environment_step`,
  * `environment_steps_per_pair`) are validated as CoMLRL validates them and otherwise ignored.
  *
- * As CoMLRL: one turn, aligned joint actions, `rl_algorithm: magrpo` (CoMLRL's config also names
- * the other algorithms but its trainer refuses them; here the config does).
+ * As CoMLRL: one turn, aligned joint actions, and `rl_algorithm` from CoMLRL's newest list: the
+ * MAGRPO family (magrpo, mareinforce, maremax, marloo) trains phase 2; `maac` and `iac` are read
+ * with their critic fields and refused by name (comlrl has not ported that dispatch).
  */
 import { z } from 'zod';
 import type { AdvantageMode } from '../magrpo/advantage.js';
