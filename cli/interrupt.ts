@@ -20,13 +20,15 @@ export interface InterruptHandle {
  * next); `exit` ends the process on a second signal (default `process.exit`, exit code 130).
  * `resumeCommand` gives the command that continues from a folder being written when the second
  * signal came (undefined: that folder is not one to resume from, e.g. final/); it is printed once
- * the write is complete.
+ * the write is complete. `runResume` gives the command that continues the run when no write is
+ * under way (undefined: none yet), printed as it quits.
  */
 export function handleInterrupts(
   log: (line: string) => void,
   firstMessage: string,
   exit: (code: number) => void = (code) => process.exit(code),
   resumeCommand: (written: string) => string | undefined = () => undefined,
+  runResume: () => string | undefined = () => undefined,
 ): InterruptHandle {
   const controller = new AbortController();
   let count = 0;
@@ -51,7 +53,8 @@ export function handleInterrupts(
         exit(130);
       });
     } else {
-      log(`[comlrl] ${name} again: quitting now`);
+      const resume = runResume();
+      log(`[comlrl] ${name} again: quitting now${resume !== undefined ? `; continue with: ${resume}` : ''}`);
       exit(130);
     }
   };

@@ -15,6 +15,7 @@
  * SHA-256, config identity, optimizer and trainer state) before anything in the run directory is
  * touched, so a refused resume leaves the directory as it was.
  */
+import { existsSync } from 'node:fs';
 import * as path from 'node:path';
 import { checkpointName } from '../src/checkpoint/atomic.js';
 import { formatBytes, formatDuration, formatNumber } from '../src/logging/format.js';
@@ -53,6 +54,7 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
     const done = await alreadyComplete(run);
     if (done !== null) return done;
     await openRun(run);
+    options.onRunDir?.(run.runDir);
     const trained = await trainRun(run, options);
     return await finishRun(run, trained, options.signal);
   } finally {
@@ -112,12 +114,17 @@ async function writeFinal(runDir: string, trainer: TrainerHandle, config: RunCon
 /** The console summary of a finished (or stopped) run. */
 export function summaryLines(r: RunResult, metricsRows: number): string[] {
   const rel = displayPath;
+  const checkpoint = path.join(r.runDir, RUN_FILES.checkpoints, checkpointName(r.step));
+  // A stop before the first item (MARLHF's phase 1) has no checkpoint: the run starts over.
+  const stoppedWithout = !r.completed && !existsSync(checkpoint);
   const lines = [
     r.completed
       ? `[comlrl] done: ${r.step}/${r.totalSteps} steps in ${formatDuration(r.seconds)} · ${formatNumber(r.tokensPerSecond)} tokens/s · peak RSS ${formatBytes(r.peakRssBytes)}`
-      : `[comlrl] stopped at step ${r.step}/${r.totalSteps} (checkpoint written); continue with: comlrl train --resume ${rel(r.runDir)}`,
+      : stoppedWithout
+        ? `[comlrl] stopped at step ${r.step}/${r.totalSteps} before its first checkpoint; start it again with: comlrl train --resume ${rel(r.runDir)}`
+        : `[comlrl] stopped at step ${r.step}/${r.totalSteps} (checkpoint written); continue with: comlrl train --resume ${rel(r.runDir)}`,
   ];
-  if (!r.completed) lines.push(`[comlrl] checkpoint: ${rel(path.join(r.runDir, RUN_FILES.checkpoints, checkpointName(r.step)))}`);
+  if (!r.completed && !stoppedWithout) lines.push(`[comlrl] checkpoint: ${rel(checkpoint)}`);
   if (r.peakTensorBytes !== undefined) {
     const heap = r.wasmHeapBytes ? ` · wasm heap ${formatBytes(r.wasmHeapBytes)} (its high-water mark)` : r.gpuPeakBytes ? ` · GPU ${formatBytes(r.gpuPeakBytes)} (CUDA allocator's peak)` : '';
     lines.push(`[comlrl] peak memory: tensors ${formatBytes(r.peakTensorBytes)}${heap} · process RSS ${formatBytes(r.peakRssBytes)}`);

@@ -187,6 +187,20 @@ describe('plots', () => {
     expect(collectPoints(rows, /value_pred/).map((p) => p.x)).toEqual([0, 1, 3, 4, 5]);
   });
 
+  it("rows that carry `<prefix>/step` draw their `<prefix>/*` keys against it, in panels of their own (MARLHF's fit rows share one env step)", () => {
+    const fit = [1, 2, 3].map((k) => ({ step: 40, 'reward_model/step': k, 'reward_model/loss': 1 / k, 'reward_model/accuracy': k / 3 }));
+    const rowsWithFit = [...fit, { step: 44, 'agent_0/loss': 0.2 }];
+    const loss = collectPoints(rowsWithFit, /loss/i);
+    expect(loss.filter((p) => p.panel === 'reward_model/loss').map((p) => [p.x, p.value])).toEqual([
+      [1, 1],
+      [2, 1 / 2],
+      [3, 1 / 3],
+    ]);
+    expect(loss.find((p) => p.panel === 'reward_model/loss')?.axis).toBe('reward_model/step');
+    // Other keys keep the row's x and their usual panel.
+    expect(loss.filter((p) => p.panel === 'loss')).toEqual([{ x: 44, value: 0.2, series: 'agent_0', panel: 'loss' }]);
+  });
+
   it('the default reward figure takes reward/return/paper metrics, not timing or spread keys', () => {
     const keys = [{ step: 1, 'turn_1/reward_mean': 0.5, 'eval/turn_1/mean_return': 0.7, 'time/reward_s': 0.01, zero_reward_spread_frac: 0.2, 'eval/iou': 0.3 }];
     const panels = collectPoints(keys, REWARD_METRIC_PATTERN).map((p) => p.panel).sort();

@@ -23,6 +23,8 @@ import {
   MADPOTrainer,
   negLogSigmoid,
   parseMADPOConfig,
+  parseMARLHFConfig,
+  scoredCompletionIds,
   parseMAGRPOConfig,
   selectPreferencePairs,
   sequenceLossGradients,
@@ -34,6 +36,8 @@ import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
 describe('config', () => {
   test("CoMLRL's MADPOConfig fields and defaults on MAGRPO's", () => {
     const c = parseMADPOConfig();
+    // comlrl's own switch (CoMLRL: false), kept out of the comparison with MAGRPO's fields.
+    expect(c.score_last_token).toBe(true);
     expect(c).toMatchObject({
       num_turns: 1,
       joint_mode: 'aligned',
@@ -76,9 +80,17 @@ describe('pair selection (hand cases)', () => {
   const pairs = (mode: 'reward_gap' | 'all' | 'random', limit: number | null, seed = 'x') =>
     selectPreferencePairs(rewards, mode, limit, createRng(seed)).map((p) => [p.winner, p.loser]);
 
-  test("'all': every pair with a gap, in enumeration order, cut to the limit", () => {
+  test("'all': every pair with a gap, in enumeration order, never cut (as CoMLRL)", () => {
     expect(pairs('all', null)).toEqual([[0, 2], [1, 0], [1, 2], [3, 0], [3, 2]]);
-    expect(pairs('all', 2)).toEqual([[0, 2], [1, 0]]);
+    expect(pairs('all', 2)).toEqual(pairs('all', null));
+  });
+
+  test("`pair_selection: all` with a pair cap (its default 16 included) is refused naming both keys, as CoMLRL's config refuses it", () => {
+    for (const parse of [parseMADPOConfig, parseMARLHFConfig] as const) {
+      expect(() => parse({ pair_selection: 'all' })).toThrow(/preference_pairs_per_sample must be null when pair_selection is 'all'.*it is 16/);
+      expect(() => parse({ pair_selection: 'all', preference_pairs_per_sample: 4 })).toThrow(/set preference_pairs_per_sample: null, or pair_selection: reward_gap or random/);
+      expect(parse({ pair_selection: 'all', preference_pairs_per_sample: null })).toMatchObject({ pair_selection: 'all', preference_pairs_per_sample: null });
+    }
   });
 
   test("'reward_gap': largest gaps first, ties in enumeration order, cut to the limit", () => {
@@ -357,6 +369,41 @@ describe('with tiny checkpoints', () => {
     expect(trainer.envSteps).toBe(2 * 3);
     trainer.dispose();
     disposeAgents(agents);
+  });
+
+  test("score_last_token: false scores CoMLRL's tokens: each completion cut at its first pad, its last token left out", async () => {
+    // Hand cases (pad id 0): cut at the first pad, then the last remaining token dropped.
+    expect(scoredCompletionIds([5, 6, 7], 0, true)).toEqual([5, 6, 7]);
+    expect(scoredCompletionIds([5, 6, 7], 0, false)).toEqual([5, 6]);
+    expect(scoredCompletionIds([5, 6, 0, 0], 0, false)).toEqual([5]);
+    expect(scoredCompletionIds([5], 0, false)).toEqual([]);
+    // The same seeded rollout under both settings: the same candidates, CoMLRL's scoring drops the last token.
+    const agents = await withReferences('scored');
+    const config = { ...FAST, max_new_tokens: 3 };
+    const all = new MADPOTrainer({ agents, env: new GradedToyEnv(), trainTasks: toyTrainTasks, config });
+    const cut = new MADPOTrainer({ agents, env: new GradedToyEnv(), trainTasks: toyTrainTasks, config: { ...config, score_last_token: false } });
+    const a = await all.preferencePairs(toyTrainTasks[0]);
+    const c = await cut.preferencePairs(toyTrainTasks[0]);
+    expect(c.rewards).toEqual(a.rewards);
+    expect(a.pairs.length).toBeGreaterThan(0);
+    for (const [p, pair] of a.pairs.entries()) {
+      for (let i = 0; i < agents.length; i++) {
+        const pad = agents[i].tokenizer.padTokenId;
+        for (const side of ['winner', 'loser'] as const) {
+          const full = side === 'winner' ? pair.winnerIds[i] : pair.loserIds[i];
+          const kept = full.includes(pad) ? full.slice(0, full.indexOf(pad)) : full;
+          const expected = kept.slice(0, -1);
+          expect(side === 'winner' ? c.pairs[p].winnerIds[i] : c.pairs[p].loserIds[i]).toEqual(expected);
+          // The reference's sum is over those tokens only: the full completion's per-token log-probs, first |expected| of them.
+          const perToken = (await agents[i].reference!.tokenLogProbs([pair.promptIds[i]], [full]))[0];
+          const want = perToken.slice(0, expected.length).reduce((x, y) => x + y, 0);
+          expect(side === 'winner' ? c.pairs[p].refWinner[i] : c.pairs[p].refLoser[i]).toBeCloseTo(want, 5);
+        }
+      }
+    }
+    all.dispose();
+    cut.dispose();
+    disposeAll(agents);
   });
 
   test('the trainer names itself in its errors', async () => {

@@ -50,14 +50,29 @@ describe('config', () => {
       reward_num_train_epochs: 1,
       reward_train_batch_size: 2,
       reward_max_length: null,
+      reward_truncation: 'prompts',
       reward_freeze_backbone: false,
+      // CoMLRL's newest actor-critic phase-2 fields, under its names and defaults.
+      critic_model_name: null,
+      critic_learning_rate: null,
+      use_separate_critic: true,
+      critic_type: 'v',
+      value_loss_coef: 0.6,
+      value_clip_range: 0.2,
+      critic_value_head_hidden_dim: null,
+      value_head_hidden_dim: null,
       // MAGRPO's own fields keep MAGRPO's defaults.
       num_generations: 4,
       agent_learning_rate: 5e-6,
     });
     expect(() => parseMARLHFConfig({ num_turns: 2 })).toThrow(/num_turns must be 1: MARLHF is single-turn/);
     expect(() => parseMARLHFConfig({ joint_mode: 'cross' })).toThrow(/joint_mode must be one of 'aligned'/);
-    expect(() => parseMARLHFConfig({ rl_algorithm: 'maac' })).toThrow(/rl_algorithm must be one of 'magrpo'/);
+    expect(() => parseMARLHFConfig({ rl_algorithm: 'ppo' })).toThrow(/rl_algorithm must be one of 'magrpo', 'mareinforce', 'maremax', 'marloo', 'maac', 'iac'/);
+    for (const ac of ['maac', 'iac']) expect(() => parseMARLHFConfig({ rl_algorithm: ac })).toThrow(new RegExp(`rl_algorithm '${ac}' \\(CoMLRL's actor-critic phase 2\\) is not available`));
+    // CoMLRL reads the name trimmed and lower-cased, and takes `mareforce` for mareinforce.
+    expect(parseMARLHFConfig({ rl_algorithm: ' MAReforce ' }).rl_algorithm).toBe('mareinforce');
+    expect(() => parseMARLHFConfig({ rl_algorithm: 'marloo', advantage_mode: 'max' })).toThrow(/advantage_mode 'max' contradicts rl_algorithm 'marloo', which trains phase 2 with advantage_mode 'rloo'/);
+    expect(() => parseMARLHFConfig({ reward_truncation: 'left' })).toThrow(/reward_truncation must be one of 'prompts', 'right'/);
     expect(() => parseMARLHFConfig({ pair_selection: 'best' })).toThrow(/pair_selection must be one of 'reward_gap', 'all', 'random'/);
     expect(() => parseMARLHFConfig({ reward_learning_rate: 0 })).toThrow(/reward_learning_rate must be a finite number > 0/);
     expect(() => parseMARLHFConfig({ reward_max_length: 0 })).toThrow(/reward_max_length must be an integer >= 1/);
@@ -252,6 +267,68 @@ describe('with tiny checkpoints', () => {
     expect(resumed.envSteps).toBe(straight.envSteps);
     straight.dispose();
     resumed.dispose();
+  });
+
+  test("rl_algorithm picks phase 2's advantage mode, as CoMLRL's newest dispatch: MAGRPO's update with mean, raw, max or rloo", async () => {
+    const { agents, rm } = await fresh('dispatch');
+    const modes: Record<string, string> = { magrpo: 'mean', mareinforce: 'raw', maremax: 'max', marloo: 'rloo' };
+    for (const [rl_algorithm, mode] of Object.entries(modes)) {
+      const t = new MARLHFTrainer({ agents, rewardModel: rm, env: new ToyCoordEnv(), trainTasks: toyTrainTasks.slice(0, 1), config: { ...FAST, rl_algorithm: rl_algorithm as MARLHFConfigInput['rl_algorithm'] } });
+      // The config MAGRPO's update reads.
+      expect(t.config.advantage_mode, rl_algorithm).toBe(mode);
+      t.dispose();
+    }
+  });
+
+  test('reward_max_length: the prompts are cut and the completions kept; a cut leaving winner and loser the same tokens is refused by name', async () => {
+    const { agents, rm } = await fresh('cut');
+    const prompts = ['cue red red red red red red', 'cue red red red red red red'];
+    const winner = ['apple', 'rose'];
+    const loser = ['apple', 'sky'];
+    const uncut = (completions: string[]) => rm.tokenizer.encode(centralizedCriticText({ observations: prompts, actions: completions }));
+    // Six tokens fewer than the joint text: the right cut loses the completions' end, where they differ.
+    const max = uncut(winner).length - 6;
+    expect(uncut(loser).length).toBe(uncut(winner).length);
+    const right = JointRewardModel.create(rm, createRng('h'), { maxLength: max, truncation: 'right' });
+    expect(right.ids({ prompts, completions: winner })).toEqual(uncut(winner).slice(0, max));
+    expect(right.ids({ prompts, completions: winner })).toEqual(right.ids({ prompts, completions: loser }));
+    right.dispose();
+    const kept = JointRewardModel.create(rm, createRng('h'), { maxLength: max });
+    const w = kept.ids({ prompts, completions: winner });
+    expect(w).toHaveLength(max);
+    expect(w).not.toEqual(kept.ids({ prompts, completions: loser }));
+    // The joint action survives whole: its text ends the cut input.
+    const text = rm.tokenizer.decode(w);
+    expect(text).toMatch(/Joint Action[\s\S]*apple[\s\S]*rose\s*$/);
+    kept.dispose();
+
+    const pairs = [{ prompts, winner, loser }];
+    const trainer = (truncation: 'prompts' | 'right', logged: Record<string, number>[] = []) =>
+      new MARLHFTrainer({ agents, rewardModel: rm, env: new ToyCoordEnv(), trainTasks: toyTrainTasks.slice(0, 1), config: { ...FAST, reward_max_length: max, reward_truncation: truncation }, preferencePairs: pairs, logger: { log: (_s, m) => void logged.push(m) } });
+    const refused = trainer('right');
+    await expect(refused.fitRewardModel()).rejects.toThrow(
+      new RegExp(`reward_max_length ${max} cuts the joint text of preference pair 1 of 1 so that its winner and loser read the same tokens .*raise reward_max_length to at least ${uncut(winner).length}, or set reward_truncation: prompts`),
+    );
+    refused.dispose();
+    const logged: Record<string, number>[] = [];
+    const fits = trainer('prompts', logged);
+    await fits.fitRewardModel();
+    const rows = logged.filter((m) => 'reward_model/loss' in m);
+    expect(rows.length).toBeGreaterThan(0);
+    // Winner and loser read different tokens: the fit has a gradient (a cut that merged them has none).
+    expect(rows.every((m) => m['reward_model/grad_norm'] > 0)).toBe(true);
+    fits.dispose();
+  });
+
+  test('no lr metric for the reward model: its optimizer is outside the schedule and gone after the fit', async () => {
+    const { agents, rm } = await fresh('lr');
+    const logged: Record<string, number>[] = [];
+    const t = new MARLHFTrainer({ agents, rewardModel: rm, env: new ToyCoordEnv(), trainTasks: toyTrainTasks.slice(0, 2), config: { ...FAST, num_train_epochs: 1, lr_scheduler_type: 'linear' }, logger: { log: (_s, m) => void logged.push(m) } });
+    await t.train();
+    const lrKeys = new Set(logged.flatMap((m) => Object.keys(m).filter((k) => k.startsWith('lr/'))));
+    expect([...lrKeys].sort()).toEqual(['lr/agent_0', 'lr/agent_1']);
+    expect(Object.keys(t.learningRates).sort()).toEqual(['lr/agent_0', 'lr/agent_1']);
+    t.dispose();
   });
 
   test('given preference pairs replace the rollout; a rollout without any non-tied pair is an error', async () => {

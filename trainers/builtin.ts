@@ -122,6 +122,7 @@ export const MARLHF_TRAINER: TrainerSpec<MARLHFConfig> = {
   criticCount: () => 1,
   criticsHint: 'one joint reward model',
   criticModels: (config) => (config.reward_model_name === null ? null : [config.reward_model_name]),
+  modelPathFields: ['reward_model_name'],
   layout: (_config, dir, n) => marlhfLayout(dir, n),
   evalEarlyTermination: magrpoEvalEarlyTermination,
   build: (inputs) => {

@@ -8,6 +8,7 @@ import { commandArgs, formatUsage, intOpt, listOpt, stringOpt, UsageError, type 
 import { NoCheckpointError, resolveResume, runDirConfigFile, runTraining, type ResumePoint } from '../run.js';
 import { resumeCommandFor } from '../training/run-dir.js';
 import { handleInterrupts } from '../interrupt.js';
+import { displayPath } from '../display-path.js';
 import type { CommandContext } from '../context.js';
 
 const OPTIONS: readonly OptionSpec[] = [
@@ -68,10 +69,16 @@ export async function trainCommand(argv: readonly string[], ctx: CommandContext)
   }
 
   // SIGTERM (what job schedulers send before killing a job) is handled like Ctrl-C.
-  const interrupts = handleInterrupts(ctx.err, 'stopping after the current item and writing a checkpoint', undefined, resumeCommandFor);
+  let runDir: string | undefined;
+  const interrupts = handleInterrupts(ctx.err, 'stopping after the current item and writing a checkpoint', undefined, resumeCommandFor, () =>
+    runDir === undefined ? undefined : `comlrl train --resume ${displayPath(runDir)}`,
+  );
   try {
     const result = await runTraining({
       config,
+      onRunDir: (dir) => {
+        runDir = dir;
+      },
       ...(resume ? { resume } : {}),
       ...(restartIn !== undefined ? { restartIn } : {}),
       ...(stopAfter !== undefined ? { stopAfter } : {}),

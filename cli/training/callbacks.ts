@@ -17,12 +17,18 @@ export function stopRequested(step: number, stopAfter: number | undefined, signa
 /**
  * Stops the run (with a checkpoint: see {@link checkpointCallback}) once it reaches `stopAfter` or
  * when `signal` is aborted (Ctrl-C, SIGTERM). A run that starts at or past `stopAfter` trains
- * nothing; a signal is looked at only at item ends, after letting its handler run.
+ * nothing; a signal is looked at only at item ends and phase steps (MARLHF's phase 1: it is then
+ * left unfinished, with no checkpoint), after letting its handler run.
  */
 export function stopCallback(stopAfter: number | undefined, signal: AbortSignal | undefined): TrainerCallback {
   return {
     onTrainBegin: ({ step }, control) => {
       if (stopAfter !== undefined && step >= stopAfter) control.stop = true;
+    },
+    onPhase: async (_event, control) => {
+      // As at item ends: the phase's tensor work never yields either.
+      await yieldToEventLoop();
+      if (signal?.aborted === true) control.stop = true;
     },
     onItemEnd: async ({ step }, control) => {
       // Let a pending Ctrl-C / SIGTERM handler run: the item's tensor work never yields.
@@ -43,10 +49,24 @@ export interface ProgressOptions {
   readonly info: () => { reward?: number | undefined; eval?: number | undefined };
 }
 
-/** The progress bar: starts at the run's step, moves at every item end, ends with training. */
+/**
+ * The progress bar: starts at the run's step, moves at every item end, ends with training. Work
+ * before the items (MARLHF's phase 1) gets a bar of its own per phase, e.g. `marlhf reward model
+ * fit 3/40`.
+ */
 export function progressCallback(o: ProgressOptions): TrainerCallback {
   let bar: ProgressBar | null = null;
+  const phases = new Map<string, ProgressBar>();
   return {
+    onPhase: ({ phase, done, total }) => {
+      if (o.verbose) return;
+      let p = phases.get(phase);
+      if (p === undefined) {
+        p = new ProgressBar({ total: Math.max(1, total), label: `${o.label} ${phase}`, ...(o.stream ? { stream: o.stream } : {}) });
+        phases.set(phase, p);
+      }
+      p.update(done);
+    },
     onTrainBegin: ({ step, totalSteps }) => {
       bar = new ProgressBar({ total: Math.max(1, totalSteps), initial: step, label: o.label, ...(o.stream ? { stream: o.stream } : {}) });
       if (!o.verbose) bar.update(step, o.info());
@@ -55,6 +75,7 @@ export function progressCallback(o: ProgressOptions): TrainerCallback {
       if (!o.verbose) bar?.update(step, o.info());
     },
     onTrainEnd: () => {
+      for (const p of phases.values()) p.finish();
       bar?.finish();
     },
   };

@@ -1,6 +1,7 @@
 /**
  * A run's models by content, so that the run can move: each checkpoint records, for every model
- * folder the config names (`model.agent_model`, `model.agents[i]`, critics, reference), the path
+ * folder the config names (`model.agent_model`, `model.agents[i]`, critics, reference, a trainer
+ * section's own such as `marlhf.reward_model_name`), the path
  * the run's config hash covers (where it was when the run started) and the folder's identity
  * (src/checkpoint/model-identity.ts). A resume with the models at other paths goes on when the
  * models found there are the recorded ones, and is refused naming the key and the difference when
@@ -12,7 +13,7 @@ import * as path from 'node:path';
 import { z } from 'zod';
 import { CheckpointError } from '../../src/checkpoint/atomic.js';
 import { modelIdentity, modelIdentityDifference, modelIdentitySchema } from '../../src/checkpoint/model-identity.js';
-import { modelPathsOf, withModelPaths } from '../../src/config/paths.js';
+import { runModelPathsOf, withRunModelPaths } from '../../src/config/paths.js';
 import type { RunConfig } from '../schemas.js';
 import { runConfigHash } from './run-dir.js';
 
@@ -31,13 +32,13 @@ export type ModelRecord = z.output<typeof modelRecordSchema>;
 /** The record of a fresh run: each model folder of the config at its path, read now. */
 export async function recordModels(config: RunConfig): Promise<ModelRecord> {
   const record: ModelRecord = {};
-  for (const [key, dir] of modelPathsOf(config.model)) record[key] = { path: dir, identity: existsSync(dir) ? await identityOf(key, dir) : null };
+  for (const [key, dir] of runModelPathsOf(config)) record[key] = { path: dir, identity: existsSync(dir) ? await identityOf(key, dir) : null };
   return record;
 }
 
 /** `config` with the recorded model paths in place of its own: what the run's config hash covers. */
 export function configWithRecordedPaths(config: RunConfig, record: ModelRecord): RunConfig {
-  return { ...config, model: withModelPaths(config.model, new Map(Object.entries(record).map(([k, m]) => [k, m.path]))) };
+  return withRunModelPaths(config, new Map(Object.entries(record).map(([k, m]) => [k, m.path])));
 }
 
 /** The run's config hash (see the module comment). */
@@ -75,7 +76,7 @@ export function recordedPaths(runState: unknown, checkpointConfig: unknown): { r
  */
 export async function checkRecordedModels(config: RunConfig, recorded: { record: ModelRecord } | { legacy: Map<string, string> }, checkpoint: string): Promise<ModelRecord> {
   const out: ModelRecord = {};
-  for (const [key, dir] of modelPathsOf(config.model)) {
+  for (const [key, dir] of runModelPathsOf(config)) {
     const was = 'record' in recorded ? recorded.record[key] : undefined;
     const wasPath = 'record' in recorded ? was?.path : recorded.legacy.get(key);
     if (wasPath === undefined) {

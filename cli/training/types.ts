@@ -17,8 +17,10 @@ export interface RunOptions {
   readonly restartIn?: string;
   /** Stop (as if interrupted, writing a checkpoint) once the run reaches this step. */
   readonly stopAfter?: number;
-  /** Aborting it stops the run at the next item boundary, with a checkpoint. */
+  /** Aborting it stops the run at the next item boundary, with a checkpoint (or at a phase step before the items, without one). */
   readonly signal?: AbortSignal;
+  /** Told the run directory once it is opened (a second Ctrl-C names the command that continues it). */
+  readonly onRunDir?: (runDir: string) => void;
   /** Human-readable output (default: stderr). */
   readonly log?: (line: string) => void;
   /** Where the progress bar draws (default: stderr). */

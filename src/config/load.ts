@@ -124,7 +124,8 @@ export interface LoadRunConfigOptions {
 /**
  * Reads, overrides and validates a config file in one call (`schemas`: see {@link parseRunConfig}).
  * Relative model and data paths (`model.agent_model`, `model.agents`, `model.critic_model`,
- * `model.critics`, `model.reference_model`, `dataset.path`, `dataset.eval_path`) are made
+ * `model.critics`, `model.reference_model`, a trainer section's own such as
+ * `marlhf.reward_model_name`, `dataset.path`, `dataset.eval_path`) are made
  * absolute: those in the file against its folder (see {@link LoadRunConfigOptions.baseDir}),
  * those of `--set` overrides against the working directory.
  */

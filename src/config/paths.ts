@@ -1,11 +1,13 @@
 /**
- * The paths a run config names (model folders, data files) and where a relative one points: a
+ * The paths a run config names (model folders, including a trainer section's own such as
+ * `marlhf.reward_model_name`, and data files) and where a relative one points: a
  * path written in a config file is relative to that file's folder, a `--set` value to the working
  * directory. Both are made absolute once, when the file is loaded (see `loadRunConfig`), so the
  * run directory's config.yaml names the same folders from anywhere.
  */
 import * as path from 'node:path';
 import type { ModelSection, RunConfig } from './schema.js';
+import { findTrainerSection, trainerSectionNames } from './trainers.js';
 
 /** Keys of `model` holding one model folder. */
 const SINGLE_MODEL_KEYS = ['agent_model', 'critic_model', 'reference_model'] as const;
@@ -28,6 +30,14 @@ export function resolveDocumentPaths(doc: Record<string, unknown>, baseDir: stri
     for (const k of SINGLE_MODEL_KEYS) if (k in m) m[k] = abs(m[k]);
     for (const k of LIST_MODEL_KEYS) if (Array.isArray(m[k])) m[k] = (m[k] as unknown[]).map(abs);
     out.model = m;
+  }
+  // A trainer section's own model folders (MARLHF's reward_model_name), under any of its names.
+  for (const [section, spec] of trainerSectionNames()) {
+    const sec = out[section];
+    if (!isRecord(sec) || !spec.modelPathFields?.some((f) => f in sec)) continue;
+    const t = { ...sec };
+    for (const f of spec.modelPathFields) if (f in t) t[f] = abs(t[f]);
+    out[section] = t;
   }
   const dataset = out.dataset;
   if (isRecord(dataset)) {
@@ -56,7 +66,50 @@ export function resolveRunConfigPaths(config: RunConfig, baseDir: string): RunCo
     const v = dataset[k];
     if (v !== undefined) dataset[k] = abs(v);
   }
-  return { ...config, model, dataset };
+  const trainerPaths = new Map(trainerModelPathsOf(config).map(([key, dir]) => [key, abs(dir)]));
+  return withTrainerModelPaths({ ...config, model, dataset }, trainerPaths);
+}
+
+/** The model folders the trainer's own section names (see `TrainerSectionSpec.modelPathFields`), keyed `<section>.<field>`. */
+function trainerModelPathsOf(config: RunConfig): [key: string, dir: string][] {
+  const spec = findTrainerSection(config.trainer);
+  if (!spec?.modelPathFields) return [];
+  const section = config.trainerConfig as Readonly<Record<string, unknown>>;
+  const out: [string, string][] = [];
+  for (const f of spec.modelPathFields) {
+    const v = section[f];
+    if (typeof v === 'string') out.push([`${spec.section}.${f}`, v]);
+  }
+  return out;
+}
+
+/** `config` with the trainer section's model folders of `paths` (keys `<section>.<field>`) in place of its own. */
+function withTrainerModelPaths(config: RunConfig, paths: ReadonlyMap<string, string>): RunConfig {
+  const spec = findTrainerSection(config.trainer);
+  if (!spec?.modelPathFields) return config;
+  const section: Record<string, unknown> = { ...config.trainerConfig };
+  let changed = false;
+  for (const f of spec.modelPathFields) {
+    const v = paths.get(`${spec.section}.${f}`);
+    if (v !== undefined && typeof section[f] === 'string') {
+      section[f] = v;
+      changed = true;
+    }
+  }
+  return changed ? { ...config, trainerConfig: section as RunConfig['trainerConfig'] } : config;
+}
+
+/**
+ * Every model folder a config names, by key: {@link modelPathsOf}'s, then the trainer section's
+ * own (`marlhf.reward_model_name`).
+ */
+export function runModelPathsOf(config: RunConfig): [key: string, dir: string][] {
+  return [...modelPathsOf(config.model), ...trainerModelPathsOf(config)];
+}
+
+/** `config` with the folders of {@link runModelPathsOf}'s keys replaced by `paths` (keys not in it keep their folder). */
+export function withRunModelPaths(config: RunConfig, paths: ReadonlyMap<string, string>): RunConfig {
+  return withTrainerModelPaths({ ...config, model: withModelPaths(config.model, paths) }, paths);
 }
 
 /**

@@ -45,6 +45,12 @@ export interface TrainerSectionSpec {
   /** Whether it trains critics: without, the config's critic keys (`model.critics`, ...) are errors. */
   readonly usesCritics: boolean;
   /**
+   * Fields of its section that hold a local model directory (MARLHF's `reward_model_name`): made
+   * absolute like the `model.*` paths (against the config file's folder, `--set` values against the
+   * working directory) and recorded by content in each checkpoint like them.
+   */
+  readonly modelPathFields?: readonly string[];
+  /**
    * Whether it always scores against each agent's frozen reference (MADPO's DPO loss), reference KL
    * or not: the CLI then loads the references (`model.reference_model`, else under full fine-tuning
    * the agents' starting weights) as it does for `reference_kl_enabled`.

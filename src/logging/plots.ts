@@ -13,6 +13,8 @@ export interface PlotPoint {
   readonly series: string;
   /** The panel (sub-plot), e.g. "reward_mean" or "eval/mean_reward". */
   readonly panel: string;
+  /** The x axis's title when it is not the figure's (a row's own axis: {@link ownAxis}). */
+  readonly axis?: string;
 }
 
 /**
@@ -65,6 +67,20 @@ export function splitMetricKey(key: string): { panel: string; series: string; na
 }
 
 /**
+ * A key's own x axis in `row`, if it has one: a numeric `<prefix>/step` in the row is the x of the
+ * row's other `<prefix>/*` keys, drawn in panels of their own (`<prefix>/<name>`). MARLHF's
+ * reward-model fit logs `reward_model/step`: its rows share one env step, and would otherwise be
+ * one x in the figure.
+ */
+export function ownAxis(row: Readonly<Record<string, MetricValue>>, key: string): { x: number; prefix: string } | undefined {
+  const cut = key.indexOf('/');
+  if (cut <= 0) return undefined;
+  const prefix = key.slice(0, cut);
+  const x = row[`${prefix}/step`];
+  return typeof x === 'number' && Number.isFinite(x) ? { x, prefix } : undefined;
+}
+
+/**
  * Long-format points for the keys whose metric name matches `pattern`. Rows without a key, or with
  * a null / non-finite / non-numeric value for it, contribute no point for that key.
  */
@@ -82,7 +98,8 @@ export function collectPoints(
       const { panel, series, name } = splitMetricKey(key);
       // A global regex would carry lastIndex between calls.
       if (!new RegExp(pattern.source, pattern.flags.replace('g', '')).test(name)) continue;
-      points.push({ x, value, series, panel });
+      const own = ownAxis(row, key);
+      points.push(own ? { x: own.x, value, series: own.prefix, panel: `${own.prefix}/${name}`, axis: `${own.prefix}/step` } : { x, value, series, panel });
     }
   }
   return points;
@@ -109,7 +126,7 @@ export function buildPlotSpec(points: readonly PlotPoint[], options: PlotOptions
       data: { values: points.filter((p) => p.panel === panel).map((p) => ({ ...p })) },
       mark: { type: 'line', point: { size: 18 }, strokeWidth: 1.5 },
       encoding: {
-        x: { field: 'x', type: 'quantitative', title: xTitle },
+        x: { field: 'x', type: 'quantitative', title: points.find((p) => p.panel === panel)?.axis ?? xTitle },
         y: { field: 'value', type: 'quantitative', title: panel, scale: { zero: false } },
         color: { field: 'series', type: 'nominal', title: 'series' },
       },

@@ -3,7 +3,7 @@ import { samplesOnDevice, tidyKeep } from '../backend/index.js';
 import { sampleNextTokens, sampleNextTokensOnDevice } from '../sampling/index.js';
 import type { Decoder, FrozenWeights, LayerCache } from './decoder.js';
 import type { RotaryTables } from './rope.js';
-import type { GenerationOutput, SamplingOptions } from './types.js';
+import { GENERATION_YIELD_MS, type GenerationOutput, type SamplingOptions } from './types.js';
 
 /** What the generation loop needs from a model. */
 export interface GenerationModel {
@@ -154,7 +154,14 @@ export async function generateSequences(
       cache = n === 1 ? first.cache : selectRows(first.cache, expand);
       if (n !== 1) disposeCache(first.cache);
     }
+    const yieldEvery = options.yieldEveryMs ?? GENERATION_YIELD_MS;
+    let ranAt = performance.now();
     for (let t = 0; t < maxNew; t++) {
+      if (performance.now() - ranAt >= yieldEvery) {
+        // A pending signal handler (Ctrl-C, SIGTERM) runs here, mid-generation.
+        await new Promise<void>((resolve) => setImmediate(resolve));
+        ranAt = performance.now();
+      }
       const pick = samplesOnDevice()
         ? await sampleNextTokensOnDevice(logits, samplerOptions, options.rng)
         : sampleNextTokens((await logits.data()) as Float32Array, model.vocabSize, samplerOptions, options.rng);

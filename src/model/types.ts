@@ -37,7 +37,16 @@ export interface SamplingOptions {
   stopTokenIds?: number[];
   /** The seeded stream that draws tokens; required unless `greedy`. */
   rng?: Rng;
+  /**
+   * Let the event loop run after a token whenever this many milliseconds passed since it last ran
+   * (default {@link GENERATION_YIELD_MS}): the tensor work never yields by itself, so a Ctrl-C
+   * would otherwise be heard only after the whole generation. The tokens drawn are the same.
+   */
+  yieldEveryMs?: number;
 }
+
+/** Default of {@link SamplingOptions.yieldEveryMs}. */
+export const GENERATION_YIELD_MS = 200;
 
 /** What {@link CausalLM.generate} returns. */
 export interface GenerationOutput {

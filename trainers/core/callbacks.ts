@@ -32,6 +32,17 @@ export interface ItemEvent extends TrainEvent {
   readonly index: number;
 }
 
+/**
+ * A step of work a trainer does before its first item (MARLHF's phase 1: the candidates of each
+ * training task, then each step of the reward model's fit): `done` of `total` units of `phase`.
+ */
+export interface PhaseEvent extends TrainEvent {
+  /** What the work is, for display, e.g. 'reward model fit'. */
+  readonly phase: string;
+  readonly done: number;
+  readonly total: number;
+}
+
 /** An evaluation the loop ran (every `eval_interval` items), with what it logged. */
 export interface EvaluateEvent extends TrainEvent {
   readonly metrics: MetricRecord;
@@ -64,9 +75,10 @@ export interface TrainEndEvent extends TrainEvent {
 /** Requests from callbacks to the loop, shared by all of them during one `train()` call. */
 export interface TrainerControl {
   /**
-   * End the run: checked after train begin, after each item begin (the item is then skipped) and
-   * after each item end (before the epoch's closing work, so the cursor stays where it is and a
-   * later `train()` or a resume continues exactly there).
+   * End the run: checked after train begin, after each phase step (the phase is then left
+   * unfinished), after each item begin (the item is then skipped) and after each item end (before
+   * the epoch's closing work, so the cursor stays where it is and a later `train()` or a resume
+   * continues exactly there).
    */
   stop: boolean;
   /**
@@ -83,6 +95,8 @@ export interface TrainerControl {
 export interface TrainerCallback {
   /** Before the first item of this `train()` call (and before its first evaluation). */
   onTrainBegin?(event: TrainEvent, control: TrainerControl): void | Promise<void>;
+  /** After each step of a trainer's work before its items (see {@link PhaseEvent}); after train begin. */
+  onPhase?(event: PhaseEvent, control: TrainerControl): void | Promise<void>;
   /** Before an item's evaluation (when due) and training. */
   onItemBegin?(event: ItemEvent, control: TrainerControl): void | Promise<void>;
   /** After an evaluation the loop ran (evaluations called directly send none). */
@@ -117,6 +131,11 @@ export class CallbackList {
   /** Sends `onTrainBegin` to every callback, in list order. */
   trainBegin(event: TrainEvent): Promise<void> {
     return this.each(this.callbacks, (cb) => cb.onTrainBegin?.(event, this.control));
+  }
+
+  /** Sends `onPhase` to every callback, in list order. */
+  phase(event: PhaseEvent): Promise<void> {
+    return this.each(this.callbacks, (cb) => cb.onPhase?.(event, this.control));
   }
 
   /** Sends `onItemBegin` to every callback, in list order. */

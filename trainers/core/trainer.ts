@@ -20,7 +20,7 @@ import { agentSampling, type CompletionSampler, type CompletionSource, type Gene
 import type { UpdateTrace } from './trace.js';
 import type { ResolvedSampling } from '../../src/sampling/defaults.js';
 import { PhaseTimer, type MetricRecord, type MetricsSink } from './metrics.js';
-import { CallbackList, type ItemEvent, type TrainEndReason, type TrainerCallback, type TrainerControl, type TrainEvent } from './callbacks.js';
+import { CallbackList, type ItemEvent, type PhaseEvent, type TrainEndReason, type TrainerCallback, type TrainerControl, type TrainEvent } from './callbacks.js';
 import { checkTrainerState, optimizerStates, restoreOptimizers, type DatasetCursor, type TrainerState } from './state.js';
 
 /** Options of a trainer's `train()`. */
@@ -47,6 +47,13 @@ export interface TrainOptions {
    */
   skipFirstEval?: boolean;
 }
+
+/**
+ * Reports a step of a trainer's work before its items to the callbacks (see {@link PhaseEvent}:
+ * progress, and the CLI's stop callback, which lets a pending Ctrl-C be heard); resolves to true
+ * when a callback asked the run to stop.
+ */
+export type PhaseReport = (phase: string, done: number, total: number) => Promise<boolean>;
 
 /** Constructor arguments every trainer takes. */
 export interface TrainerInputs<T, S> {
@@ -286,6 +293,12 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
     const control: TrainerControl = run.control;
     await run.trainBegin(this.position());
     if (control.stop) return 'stopped';
+    await this.beforeItems(async (phase, done, total) => {
+      const event: PhaseEvent = { ...this.position(), phase, done, total };
+      await run.phase(event);
+      return control.stop;
+    });
+    if (control.stop) return 'stopped';
     let items = 0;
     while (this.cursor.epoch < epochs) {
       while (this.cursor.index < this.trainTasks.length) {
@@ -327,6 +340,14 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
   private position(): TrainEvent {
     const perEpoch = this.trainTasks.length;
     return { step: this.cursor.epoch * perEpoch + this.cursor.index, totalSteps: this.config.num_train_epochs * perEpoch, envStep: this.envStep, cursor: { ...this.cursor } };
+  }
+
+  /**
+   * Work a trainer does before its items, once per `train()` call (default none): MARLHF's
+   * phase 1. It reports its steps through `report` and returns early when a report says stop.
+   */
+  protected beforeItems(_report: PhaseReport): Promise<void> {
+    return Promise.resolve();
   }
 
   /** Plays one training task and updates on whatever buffer it fills. */
@@ -381,11 +402,20 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
    * {@link TrainerBase.learningRates}).
    */
   protected adamW(variables: readonly tf.Variable[], lr: number, role?: OptimizerRole): AdamW {
-    const options: AdamWOptions = { lr, betas: this.config.adam_betas, eps: this.config.adam_eps, weightDecay: this.config.weight_decay };
-    const optimizer = new AdamW(variables, options);
+    const optimizer = this.fixedRateAdamW(variables, lr);
     const r = role ?? { kind: 'agent', index: this.scheduled.filter((s) => s.metric.startsWith('lr/agent_')).length };
     this.scheduled.push({ optimizer, baseLr: lr, schedule: this.lrScheduleOf(r.kind), metric: `lr/${r.kind}_${r.index}` });
     return optimizer;
+  }
+
+  /**
+   * An AdamW with the config's betas, eps and weight decay at the fixed rate `lr`: outside the
+   * schedule and the `lr/` metrics (for a model trained before the items and then frozen, as
+   * MARLHF's reward model, whose optimizer is gone once its fit is done).
+   */
+  protected fixedRateAdamW(variables: readonly tf.Variable[], lr: number): AdamW {
+    const options: AdamWOptions = { lr, betas: this.config.adam_betas, eps: this.config.adam_eps, weightDecay: this.config.weight_decay };
+    return new AdamW(variables, options);
   }
 
   /**

@@ -11,7 +11,10 @@
  * - `use_environment_step: false` counts the K joint candidates scored per item as env steps, as
  *   the other trainers do (CoMLRL then leaves env_step where it is);
  * - the reference-KL penalty is refused: the DPO loss already measures each policy against its
- *   reference, through `dpo_beta`.
+ *   reference, through `dpo_beta`;
+ * - `score_last_token: true` scores every completion token (CoMLRL, `false`, leaves the last out).
+ *
+ * As CoMLRL, `pair_selection: all` with a `preference_pairs_per_sample` cap is refused.
  */
 import { z } from 'zod';
 import { magrpoConfigSchema } from '../magrpo/config.js';
@@ -21,6 +24,15 @@ import { boolField, enumField, finiteNumber, intAtLeast, parseConfig } from '../
 export const PAIR_SELECTIONS = ['reward_gap', 'all', 'random'] as const;
 /** See {@link PAIR_SELECTIONS}. */
 export type PairSelection = (typeof PAIR_SELECTIONS)[number];
+
+/**
+ * CoMLRL's rule: `pair_selection: all` keeps every non-tied pair, so a cap on them
+ * (`preference_pairs_per_sample`, 16 by default) contradicts it and is refused.
+ */
+export function pairSelectionIssue(cfg: { readonly pair_selection: PairSelection; readonly preference_pairs_per_sample: number | null }): string | null {
+  if (cfg.pair_selection !== 'all' || cfg.preference_pairs_per_sample === null) return null;
+  return `preference_pairs_per_sample must be null when pair_selection is 'all' (every non-tied pair is kept, as in CoMLRL); it is ${cfg.preference_pairs_per_sample} (its default is 16): set preference_pairs_per_sample: null, or pair_selection: reward_gap or random to keep at most ${cfg.preference_pairs_per_sample}`;
+}
 
 // safeExtend: MAGRPO's schema has refinements (its learning-rate schedule check), which it keeps.
 const schema = magrpoConfigSchema
@@ -41,8 +53,15 @@ const schema = magrpoConfigSchema
     use_environment_step: boolField('use_environment_step').default(true),
     /** env steps one trained pair counts for (with `use_environment_step`). */
     environment_steps_per_pair: intAtLeast('environment_steps_per_pair', 1).default(2),
+    /**
+     * true (comlrl): every completion token enters the log-probs; false (CoMLRL): a completion is
+     * cut at its first pad token and its last remaining token is not scored.
+     */
+    score_last_token: boolField('score_last_token').default(true),
   })
   .superRefine((cfg, ctx) => {
+    const pairs = pairSelectionIssue(cfg);
+    if (pairs !== null) ctx.addIssue({ code: 'custom', path: ['preference_pairs_per_sample'], message: pairs });
     if (cfg.reference_kl_enabled) {
       ctx.addIssue({
         code: 'custom',

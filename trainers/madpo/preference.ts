@@ -31,7 +31,7 @@ export interface CandidatePair {
  * - 'reward_gap': sorted by gap, largest first (stable: ties keep the enumeration order),
  * - 'all': in enumeration order,
  * - 'random': shuffled with `rng`;
- * and cut to the first `limit` (null: all of them).
+ * and, except under 'all' (which keeps every pair, as CoMLRL), cut to the first `limit` (null: all of them).
  */
 export function selectPreferencePairs(rewards: readonly number[], mode: PairSelection, limit: number | null, rng: Rng): CandidatePair[] {
   const pairs: CandidatePair[] = [];
@@ -45,7 +45,19 @@ export function selectPreferencePairs(rewards: readonly number[], mode: PairSele
   if (pairs.length === 0) return [];
   if (mode === 'reward_gap') pairs.sort((a, b) => b.gap - a.gap);
   else if (mode === 'random') rng.shuffle(pairs);
-  return limit === null ? pairs : pairs.slice(0, limit);
+  return limit === null || mode === 'all' ? pairs : pairs.slice(0, limit);
+}
+
+/**
+ * The completion tokens MADPO scores: all of them (`score_last_token`, comlrl), or CoMLRL's: the
+ * completion cut at its first `padId` (where CoMLRL's padded row ends; an EOS when the tokenizer
+ * pads with it), without its last remaining token. May be empty (then it scores 0).
+ */
+export function scoredCompletionIds(ids: readonly number[], padId: number, scoreLastToken: boolean): number[] {
+  if (scoreLastToken) return [...ids];
+  const pad = ids.indexOf(padId);
+  const kept = pad < 0 ? ids : ids.slice(0, pad);
+  return kept.slice(0, Math.max(0, kept.length - 1));
 }
 
 /**
@@ -56,6 +68,7 @@ export function selectPreferencePairs(rewards: readonly number[], mode: PairSele
 export interface PreferencePair {
   /** promptIds[i]: agent i's prompt. */
   readonly promptIds: number[][];
+  /** The scored tokens of agent i's winner / loser completion (see {@link scoredCompletionIds}). */
   readonly winnerIds: number[][];
   readonly loserIds: number[][];
   /** Σ_t log π_ref,i of agent i's winner / loser completion. */
@@ -115,9 +128,10 @@ export function dpoStats(margins: readonly (readonly number[])[], beta: number):
 export function agentDpoRows(pairs: readonly PreferencePair[], z: readonly number[], agent: number, beta: number): PolicyGradientRow[] {
   return pairs.flatMap((pair, p) => {
     const w = (beta * sigmoid(-z[p])) / pairs.length;
+    // A completion with no scored token (score_last_token: false on a one-token completion) adds nothing.
     return [
       { promptIds: pair.promptIds[agent], completionIds: pair.winnerIds[agent], coef: w },
       { promptIds: pair.promptIds[agent], completionIds: pair.loserIds[agent], coef: -w },
-    ];
+    ].filter((row) => row.completionIds.length > 0);
   });
 }

@@ -39,7 +39,7 @@ import { assertFiniteReward, TrainerBase, type OnePathEvalResult, type TrainerIn
 import { hasZeroSpread, mean } from '../magrpo/advantage.js';
 import { magrpoEvalEarlyTermination } from '../magrpo/config.js';
 import { madpoCandidates, parseMADPOConfig, type MADPOConfig, type MADPOConfigInput } from './config.js';
-import { agentDpoRows, agentMargins, dpoStats, selectPreferencePairs, type PairLogProbs, type PreferencePair } from './preference.js';
+import { agentDpoRows, agentMargins, dpoStats, scoredCompletionIds, selectPreferencePairs, type PairLogProbs, type PreferencePair } from './preference.js';
 
 /** MADPO's trainer-specific resume data. */
 export interface MADPOStateExtra {
@@ -78,6 +78,21 @@ interface DpoWindow {
   rewardGapSum: number;
   logpChosenSum: number;
   logpRejectedSum: number;
+}
+
+/**
+ * Σ_t log p of each completion under `scorer` (a policy or a reference); a completion with no
+ * scored token sums to 0 without a pass (score_last_token: false on a one-token completion).
+ */
+async function sequenceLogProbSums(scorer: { tokenLogProbs(p: number[][], c: number[][]): Promise<number[][]> }, prompts: number[][], completions: number[][]): Promise<number[]> {
+  const rows = completions.flatMap((c, i) => (c.length > 0 ? [i] : []));
+  const sums = completions.map(() => 0);
+  if (rows.length === 0) return sums;
+  const lps = await scorer.tokenLogProbs(rows.map((i) => prompts[i]), rows.map((i) => completions[i]));
+  rows.forEach((i, r) => {
+    sums[i] = lps[r].reduce((a, b) => a + b, 0);
+  });
+  return sums;
 }
 
 const emptyDpoWindow = (): DpoWindow => ({ minibatches: 0, pairs: 0, lossSum: 0, accuracySum: 0, chosenSum: 0, rejectedSum: 0, rewardGapSum: 0, logpChosenSum: 0, logpRejectedSum: 0 });
@@ -166,21 +181,23 @@ export class MADPOTrainer<T, S> extends TrainerBase<T, S, MADPOConfig> {
 
     const chosen = selectPreferencePairs(rewards, config.pair_selection, config.preference_pairs_per_sample, this.minibatchRng);
     if (chosen.length === 0) return { pairs: [], rewards };
+    // The tokens each candidate is scored on (score_last_token: false drops CoMLRL's last one).
+    const scored = groups.map((g, i) => g.ids.map((ids) => scoredCompletionIds(ids, agents[i].tokenizer.padTokenId, config.score_last_token)));
     // Each agent's reference scores the candidates the pairs use, once.
     const used = [...new Set(chosen.flatMap((p) => [p.winner, p.loser]))].sort((a, b) => a - b);
     const ref: Map<number, number>[] = [];
     for (let i = 0; i < agents.length; i++) {
       const g = groups[i];
-      const lps = await this.timer.time('reference', () => this.references[i].tokenLogProbs(used.map(() => [...g.promptIds]), used.map((c) => [...g.ids[c]])));
-      ref.push(new Map(used.map((c, u) => [c, lps[u].reduce((a, b) => a + b, 0)])));
+      const sums = await this.timer.time('reference', () => sequenceLogProbSums(this.references[i], used.map(() => [...g.promptIds]), used.map((c) => scored[i][c])));
+      ref.push(new Map(used.map((c, u) => [c, sums[u]])));
     }
     const candidateRewardMean = mean(rewards);
     const refSum = (i: number, c: number): number => ref[i].get(c) ?? Number.NaN;
     const pairs = chosen.map(
       (p): PreferencePair => ({
         promptIds: groups.map((g) => [...g.promptIds]),
-        winnerIds: groups.map((g) => [...g.ids[p.winner]]),
-        loserIds: groups.map((g) => [...g.ids[p.loser]]),
+        winnerIds: scored.map((rows) => [...rows[p.winner]]),
+        loserIds: scored.map((rows) => [...rows[p.loser]]),
         refWinner: groups.map((_, i) => refSum(i, p.winner)),
         refLoser: groups.map((_, i) => refSum(i, p.loser)),
         winnerReward: rewards[p.winner],
@@ -202,11 +219,10 @@ export class MADPOTrainer<T, S> extends TrainerBase<T, S, MADPOConfig> {
     for (let i = 0; i < this.agents.length; i++) {
       const prompts = pairs.flatMap((p) => [[...p.promptIds[i]], [...p.promptIds[i]]]);
       const completions = pairs.flatMap((p) => [[...p.winnerIds[i]], [...p.loserIds[i]]]);
-      const lps = await this.agents[i].model.tokenLogProbs(prompts, completions);
-      const sum = (row: readonly number[]) => row.reduce((a, b) => a + b, 0);
+      const sums = await sequenceLogProbSums(this.agents[i].model, prompts, completions);
       pairs.forEach((_, p) => {
-        winner[p].push(sum(lps[2 * p]));
-        loser[p].push(sum(lps[2 * p + 1]));
+        winner[p].push(sums[2 * p]);
+        loser[p].push(sums[2 * p + 1]);
       });
     }
     return pairs.map((_, p) => ({ winner: winner[p], loser: loser[p] }));

@@ -6,16 +6,44 @@
  * section maps over 1:1; those MARLHF does not use (MADPO's `dpo_beta`, `use_environment_step`,
  * `environment_steps_per_pair`) are validated as CoMLRL validates them and otherwise ignored.
  *
- * As CoMLRL: one turn, aligned joint actions, `rl_algorithm: magrpo` (CoMLRL's config also names
- * the other algorithms but its trainer refuses them; here the config does).
+ * As CoMLRL: one turn, aligned joint actions, and `rl_algorithm` from CoMLRL's newest list: the
+ * MAGRPO family (magrpo, mareinforce, maremax, marloo) trains phase 2; `maac` and `iac` are read
+ * with their critic fields and refused by name (comlrl has not ported that dispatch).
  */
 import { z } from 'zod';
+import type { AdvantageMode } from '../magrpo/advantage.js';
 import { magrpoConfigSchema } from '../magrpo/config.js';
 import { boolField, enumField, finiteNumber, intAtLeast, parseConfig } from '../core/config.js';
-import { PAIR_SELECTIONS } from '../madpo/config.js';
+import { pairSelectionIssue, PAIR_SELECTIONS } from '../madpo/config.js';
 
-/** The policy algorithm of phase 2 (CoMLRL's `rl_algorithm`; its trainer runs MAGRPO only). */
-export const MARLHF_RL_ALGORITHMS = ['magrpo'] as const;
+/**
+ * How a joint text longer than `reward_max_length` is cut: 'prompts' cuts the agents' prompts from
+ * the left and keeps the joint action whole, so joint responses to one prompt stay told apart (the
+ * score is read at the last token); 'right' keeps the first tokens (CoMLRL's cut, transformers'
+ * default), which drops the completions first and can leave a winner and its loser the same tokens.
+ */
+export const REWARD_TRUNCATIONS = ['prompts', 'right'] as const;
+/** See {@link REWARD_TRUNCATIONS}. */
+export type RewardTruncation = (typeof REWARD_TRUNCATIONS)[number];
+
+/**
+ * Phase 2's algorithm (CoMLRL's newest `rl_algorithm`): the MAGRPO family trains with MAGRPO's
+ * update and the algorithm's `advantage_mode`; `maac` and `iac` (CoMLRL's actor-critic phase 2)
+ * are named so that CoMLRL configs read, and refused: comlrl has not ported that dispatch yet.
+ */
+export const MARLHF_RL_ALGORITHMS = ['magrpo', 'mareinforce', 'maremax', 'marloo', 'maac', 'iac'] as const;
+/** See {@link MARLHF_RL_ALGORITHMS}. */
+export type MARLHFRLAlgorithm = (typeof MARLHF_RL_ALGORITHMS)[number];
+
+/** The advantage mode each MAGRPO-family algorithm trains phase 2 with (CoMLRL sets it from `rl_algorithm`). */
+export const MARLHF_ADVANTAGE_MODES: Readonly<Partial<Record<MARLHFRLAlgorithm, AdvantageMode>>> = { magrpo: 'mean', mareinforce: 'raw', maremax: 'max', marloo: 'rloo' };
+
+/** CoMLRL's spellings of `rl_algorithm` it maps to another (its `mareforce`), and its case-insensitive, trimmed reading. */
+function normalizeAlgorithm(v: unknown): unknown {
+  if (typeof v !== 'string') return v;
+  const name = v.trim().toLowerCase();
+  return name === 'mareforce' ? 'mareinforce' : name;
+}
 
 const schema = magrpoConfigSchema.safeExtend({
   /** Turns: 1 (CoMLRL's MARLHF is single-turn). */
@@ -38,8 +66,8 @@ const schema = magrpoConfigSchema.safeExtend({
   environment_steps_per_pair: intAtLeast('environment_steps_per_pair', 1).default(2),
 
   // ---- CoMLRL MARLHFConfig ----
-  /** Phase 2's algorithm: 'magrpo' (the only one CoMLRL's MARLHF trains with). */
-  rl_algorithm: enumField('rl_algorithm', MARLHF_RL_ALGORITHMS, "CoMLRL's config names mareinforce, maremax, marloo, maac and iac too, but its trainer refuses them").default('magrpo'),
+  /** Phase 2's algorithm (see {@link MARLHF_RL_ALGORITHMS}). */
+  rl_algorithm: z.preprocess(normalizeAlgorithm, enumField('rl_algorithm', MARLHF_RL_ALGORITHMS)).default('magrpo'),
   /**
    * The reward model's base LM: a local Hugging Face directory (CLI; CoMLRL: a hub id). Null: the
    * CLI's critic model (`model.critic_model`, else agent 0's model, as CoMLRL's fallback to the agent model).
@@ -51,11 +79,58 @@ const schema = magrpoConfigSchema.safeExtend({
   reward_num_train_epochs: intAtLeast('reward_num_train_epochs', 1).default(1),
   /** Pairs per reward-model optimizer step. */
   reward_train_batch_size: intAtLeast('reward_train_batch_size', 1).default(2),
-  /** Token cap of the reward model's input (right-truncated); null: no cap. */
+  /** Token cap of the reward model's input (cut as `reward_truncation` says); null: no cap. */
   reward_max_length: intAtLeast('reward_max_length', 1).nullable().default(null),
+  /**
+   * How `reward_max_length` cuts a longer joint text: 'prompts' (comlrl) cuts the agents' prompts
+   * from the left and keeps the completions, 'right' (CoMLRL) keeps the first tokens. A pair the
+   * cut leaves with winner and loser the same tokens is refused either way.
+   */
+  reward_truncation: enumField('reward_truncation', REWARD_TRUNCATIONS).default('prompts'),
   /** Train only the scalar head (the LM body stays as loaded). */
   reward_freeze_backbone: boolField('reward_freeze_backbone').default(false),
+
+  // ---- CoMLRL's newest MARLHFConfig: the actor-critic phase 2's fields (maac / iac, refused for now) ----
+  /** The critics' LM (null: the agents' model). */
+  critic_model_name: z.string({ error: 'critic_model_name must be a directory path or null' }).min(1, { error: 'critic_model_name must not be empty' }).nullable().default(null),
+  /** The critics' learning rate (null: agent_learning_rate). */
+  critic_learning_rate: finiteNumber('critic_learning_rate', { min: 0, exclusiveMin: true }).nullable().default(null),
+  /** Separate critic LMs per agent (iac). */
+  use_separate_critic: boolField('use_separate_critic').default(true),
+  /** V(h) or Q(h, a). */
+  critic_type: z.preprocess((v) => (typeof v === 'string' ? v.trim().toLowerCase() : v), enumField('critic_type', ['v', 'q'] as const)).default('v'),
+  /** Weight of the value loss. */
+  value_loss_coef: finiteNumber('value_loss_coef', { min: 0, exclusiveMin: true }).default(0.6),
+  /** Value clipping range (iac); null: none. */
+  value_clip_range: finiteNumber('value_clip_range', { min: 0, exclusiveMin: true }).nullable().default(0.2),
+  /** Hidden width of a separate critic's value head (iac); null: a linear head. */
+  critic_value_head_hidden_dim: intAtLeast('critic_value_head_hidden_dim', 1).nullable().default(null),
+  /** Hidden width of a shared value head (iac without separate critics); null: a linear head. */
+  value_head_hidden_dim: intAtLeast('value_head_hidden_dim', 1).nullable().default(null),
+}).superRefine((cfg, ctx) => {
+  const pairs = pairSelectionIssue(cfg);
+  if (pairs !== null) ctx.addIssue({ code: 'custom', path: ['preference_pairs_per_sample'], message: pairs });
+  if (cfg.rl_algorithm === 'maac' || cfg.rl_algorithm === 'iac') {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['rl_algorithm'],
+      message: `rl_algorithm '${cfg.rl_algorithm}' (CoMLRL's actor-critic phase 2) is not available in comlrl's MARLHF yet: use magrpo, mareinforce, maremax or marloo`,
+    });
+  }
+  const mode = MARLHF_ADVANTAGE_MODES[cfg.rl_algorithm];
+  if (mode !== undefined && cfg.advantage_mode !== 'mean' && cfg.advantage_mode !== mode) {
+    ctx.addIssue({
+      code: 'custom',
+      path: ['advantage_mode'],
+      message: `advantage_mode '${cfg.advantage_mode}' contradicts rl_algorithm '${cfg.rl_algorithm}', which trains phase 2 with advantage_mode '${mode}' (as CoMLRL sets it): leave advantage_mode out, or choose the rl_algorithm of that mode`,
+    });
+  }
 });
+
+/** The advantage mode phase 2 trains with: the one its `rl_algorithm` sets (CoMLRL's dispatch). */
+export function marlhfAdvantageMode(config: Pick<MARLHFConfig, 'rl_algorithm' | 'advantage_mode'>): AdvantageMode {
+  return MARLHF_ADVANTAGE_MODES[config.rl_algorithm] ?? config.advantage_mode;
+}
 
 /** MARLHF config as written by users (snake_case, every field optional). */
 export type MARLHFConfigInput = z.input<typeof schema>;

@@ -11,12 +11,14 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { createCriticHead, loadCriticHead, saveCriticHead, type CriticHead } from '../../src/critic/heads.js';
-import { centralizedCriticIds } from '../../src/critic/inputs.js';
+import { centralizedCriticText } from '../../src/critic/inputs.js';
 import { ValueModel, type CriticLM } from '../../src/critic/value-model.js';
 import { CRITIC_INPUT_KNOB } from '../../src/memory/errors.js';
 import { loadCausalLM } from '../../src/model/load.js';
 import type { AdamW } from '../../src/optim/adamw.js';
 import { loadTokenizer } from '../../src/tokenizer/load.js';
+import type { Tokenizer } from '../../src/tokenizer/types.js';
+import type { RewardTruncation } from './config.js';
 import type { Rng } from '../../src/util/rng.js';
 import { accumulateGradients, applyGradients } from '../core/loss.js';
 
@@ -36,6 +38,35 @@ export interface JointPreference {
   /** The task rewards that ranked them (absent for pairs labelled otherwise). */
   readonly winnerReward?: number;
   readonly loserReward?: number;
+}
+
+/**
+ * The token ids a reward model reads for `joint`: the centralized critic's Q layout
+ * (src/critic/inputs.ts), cut to `maxLength` tokens as `truncation` says (null: no cap). Under
+ * 'prompts' the joint action is encoded on its own after the prompts; when it alone exceeds the
+ * cap it is right-cut too (the trainer then refuses a pair it makes inseparable: {@link JointRewardModel.inseparablePair}).
+ */
+export function jointRewardIds(tokenizer: Tokenizer, joint: JointResponse, maxLength: number | null, truncation: RewardTruncation): number[] {
+  const text = centralizedCriticText({ observations: joint.prompts, actions: joint.completions });
+  const full = tokenizer.encode(text);
+  if (maxLength === null || full.length <= maxLength) return full;
+  if (truncation === 'right') return full.slice(0, maxLength);
+  const promptText = centralizedCriticText({ observations: joint.prompts });
+  // The tokenizer's own leading tokens (a BOS) stay first; the prompts lose their start.
+  const lead = tokenizer.encode('');
+  const prompts = tokenizer.encode(promptText, { addSpecialTokens: false });
+  const action = tokenizer.encode(text.slice(promptText.length), { addSpecialTokens: false });
+  const room = maxLength - lead.length - action.length;
+  if (room <= 0) return [...lead, ...action].slice(0, maxLength);
+  return [...lead, ...prompts.slice(Math.max(0, prompts.length - room)), ...action];
+}
+
+/** A pair whose winner and loser the cap makes the same tokens (see {@link JointRewardModel.inseparablePair}). */
+export interface InseparablePair {
+  /** Index of the pair. */
+  readonly index: number;
+  /** Tokens of its longer side's uncut joint text. */
+  readonly fullLength: number;
 }
 
 /**
@@ -72,37 +103,56 @@ export class JointRewardModel {
    * @param value the LM body + scalar head (its own LM, never an actor's)
    * @param maxLength token cap of the joint text (CoMLRL's `reward_max_length`); null: none
    * @param ownsBackbone whether {@link JointRewardModel.dispose} frees the LM too (a loaded model does)
+   * @param truncation how the cap cuts (`reward_truncation`; see `REWARD_TRUNCATIONS`)
    */
   constructor(
     readonly value: ValueModel,
     readonly maxLength: number | null = null,
     private readonly ownsBackbone = false,
+    readonly truncation: RewardTruncation = 'prompts',
   ) {
     if (value.sharesBackbone) throw new Error('JointRewardModel: the reward model needs its own LM (not an actor backbone)');
   }
 
   /** A reward model on `lm` with `head`, or a fresh linear head N(0, 0.02) drawn from `rng` (CoMLRL's `nn.Linear(hidden, 1)`). */
-  static create(lm: CriticLM, rng: Rng, options: { head?: CriticHead; maxLength?: number | null } = {}): JointRewardModel {
+  static create(lm: CriticLM, rng: Rng, options: { head?: CriticHead; maxLength?: number | null; truncation?: RewardTruncation } = {}): JointRewardModel {
     const head = options.head ?? createCriticHead(lm.model.hiddenSize, { type: 'linear' }, rng);
-    return new JointRewardModel(new ValueModel(lm.model, head, lm.tokenizer, false), options.maxLength ?? null);
+    return new JointRewardModel(new ValueModel(lm.model, head, lm.tokenizer, false), options.maxLength ?? null, false, options.truncation);
   }
 
   /** Loads a reward model saved by {@link JointRewardModel.save} (LM, tokenizer and head of `dir`); it owns its LM. */
-  static async load(dir: string, options: { maxLength?: number | null; rng: Rng }): Promise<JointRewardModel> {
+  static async load(dir: string, options: { maxLength?: number | null; truncation?: RewardTruncation; rng: Rng }): Promise<JointRewardModel> {
     const model = await loadCausalLM(dir);
     try {
       const tokenizer = await loadTokenizer(dir);
       const head = await loadCriticHead(dir, options.rng);
-      return new JointRewardModel(new ValueModel(model, head, tokenizer, false), options.maxLength ?? null, true);
+      return new JointRewardModel(new ValueModel(model, head, tokenizer, false), options.maxLength ?? null, true, options.truncation);
     } catch (err) {
       model.dispose();
       throw err;
     }
   }
 
-  /** The token ids the model reads for a joint response (the centralized critic's Q layout, capped at `maxLength`). */
+  /** The token ids the model reads for a joint response (see {@link jointRewardIds}). */
   ids(joint: JointResponse): number[] {
-    return centralizedCriticIds(this.value.tokenizer, { observations: joint.prompts, actions: joint.completions }, this.maxLength);
+    return jointRewardIds(this.value.tokenizer, joint, this.maxLength, this.truncation);
+  }
+
+  /**
+   * The first pair whose winner and loser differ as texts but read the same tokens once cut to
+   * `maxLength`, or null: fitting on such a pair teaches nothing (its loss is log 2, its gradient 0).
+   */
+  inseparablePair(pairs: readonly JointPreference[]): InseparablePair | null {
+    if (this.maxLength === null) return null;
+    for (const [index, p] of pairs.entries()) {
+      const w = this.ids({ prompts: p.prompts, completions: p.winner });
+      const l = this.ids({ prompts: p.prompts, completions: p.loser });
+      if (w.length !== l.length || w.some((id, i) => id !== l[i])) continue;
+      if (p.winner.every((c, i) => c === p.loser[i])) continue;
+      const uncut = (completions: readonly string[]) => jointRewardIds(this.value.tokenizer, { prompts: p.prompts, completions }, null, this.truncation).length;
+      return { index, fullLength: Math.max(uncut(p.winner), uncut(p.loser)) };
+    }
+    return null;
   }
 
   /** Scores of joint responses, no gradient, in micro-batches that fit the memory budget. */

@@ -10,12 +10,16 @@
  * instead of the rollout.
  *
  * Phase 2: MAGRPO's algorithm (the `MAGRPOTrainer` this class extends: rollout groups, returns,
- * advantages, buffers, its loss) over the task's environment with the reward swapped for the
- * fitted model's score (./env.ts). Evaluation plays the task with its own reward, as CoMLRL's.
+ * advantages, buffers, its loss) with the advantage mode of `rl_algorithm` (magrpo: mean,
+ * mareinforce: raw, maremax: max, marloo: rloo, as CoMLRL's newest dispatch), over the task's
+ * environment with the reward swapped for the fitted model's score (./env.ts). Evaluation plays
+ * the task with its own reward, as CoMLRL's.
  *
- * Checkpoints are taken at item ends, so phase 1 is never cut: a checkpoint holds the fitted
- * reward model (`reward_model/`: LM, tokenizer, `value_head.*`) and the phase; resuming one
- * continues phase 2 exactly, and a run stopped during phase 1 restarts it from the seed.
+ * Phase 1 runs inside `train()` after train begin, reporting each task's candidates and each fit
+ * step to the callbacks (`onPhase`: progress, Ctrl-C); each fit row carries its own x,
+ * `reward_model/step`. Checkpoints are taken at item ends, so phase 1 has none: a checkpoint holds
+ * the fitted reward model (`reward_model/`: LM, tokenizer, `value_head.*`) and the phase; resuming
+ * one continues phase 2 exactly, and a run stopped during phase 1 restarts it from the seed.
  *
  * Differences from CoMLRL 1.4 (README): phase 1's candidates count as env steps (the task's
  * environment scored them; CoMLRL leaves env_step at 0 and logs the reward model at step 0); a
@@ -32,10 +36,10 @@ import { takeJointActions } from '../core/joint-step.js';
 import { mean } from '../magrpo/advantage.js';
 import { agentDirs, type ModelLayout } from '../core/save.js';
 import type { TrainerState } from '../core/state.js';
-import { assertFiniteReward, type TrainerInputs, type TrainOptions } from '../core/trainer.js';
+import { assertFiniteReward, type PhaseReport, type TrainerInputs } from '../core/trainer.js';
 import { selectPreferencePairs } from '../madpo/preference.js';
 import { MAGRPOTrainer, type MAGRPOEvalResult, type MAGRPOStateExtra } from '../magrpo/trainer.js';
-import { parseMARLHFConfig, type MARLHFConfig, type MARLHFConfigInput } from './config.js';
+import { marlhfAdvantageMode, parseMARLHFConfig, type MARLHFConfig, type MARLHFConfigInput } from './config.js';
 import { JointRewardEnv } from './env.js';
 import { JointRewardModel, type JointPreference } from './reward-model.js';
 
@@ -93,11 +97,15 @@ export class MARLHFTrainer<T, S> extends MAGRPOTrainer<T, S> {
   /** The order of the pairs in each pass of the fit. */
   private readonly rewardModelRng: Rng;
   private phaseNow: MARLHFPhase = 'reward_model';
+  /** Phase 1 was stopped part-way (see {@link MARLHFTrainer.fitRewardModel}). */
+  private phase1Cut = false;
 
   constructor(options: MARLHFTrainerOptions<T, S>) {
     const config = parseMARLHFConfig(options.config ?? {});
     const rewardEnv = new JointRewardEnv(options.env);
-    super({ ...options, env: rewardEnv }, { names: { className: 'MARLHFTrainer', label: 'MARLHF', stateTag: 'marlhf' }, parse: () => config });
+    // Phase 2 is MAGRPO's update with the advantage mode of `rl_algorithm` (CoMLRL's dispatch of its MAGRPO family).
+    const phase2 = { ...config, advantage_mode: marlhfAdvantageMode(config) };
+    super({ ...options, env: rewardEnv }, { names: { className: 'MARLHFTrainer', label: 'MARLHF', stateTag: 'marlhf' }, parse: () => phase2 });
     const lm = options.rewardModel;
     if (!lm?.model || !lm.tokenizer) throw new Error('MARLHFTrainer: rewardModel (the reward model LM and its tokenizer) is required');
     if (this.agents.some((a) => a.model === lm.model)) throw new Error("MARLHFTrainer: the reward model is an actor's model; give it its own LM");
@@ -107,7 +115,11 @@ export class MARLHFTrainer<T, S> extends MAGRPOTrainer<T, S> {
     this.headGiven = options.rewardHead !== undefined;
     this.preferenceRng = rngFor(config.seed, 'preference');
     this.rewardModelRng = rngFor(config.seed, 'reward-model');
-    this.rewardModel = JointRewardModel.create(lm, rngFor(config.seed, 'reward-head'), { head: options.rewardHead, maxLength: config.reward_max_length });
+    this.rewardModel = JointRewardModel.create(lm, rngFor(config.seed, 'reward-head'), {
+      head: options.rewardHead,
+      maxLength: config.reward_max_length,
+      truncation: config.reward_truncation,
+    });
   }
 
   /** 'reward_model' until phase 1 has fitted the reward model, then 'policy'. */
@@ -115,15 +127,24 @@ export class MARLHFTrainer<T, S> extends MAGRPOTrainer<T, S> {
     return this.phaseNow;
   }
 
-  /** Phase 1 when it has not run yet, then MAGRPO's loop over the remaining items (see TrainerBase.train). */
-  override async train(options: TrainOptions = {}): Promise<void> {
-    if (this.phaseNow === 'reward_model') await this.fitRewardModel();
-    await super.train(options);
+  /** Phase 1 when it has not run yet, before MAGRPO's items (see TrainerBase.beforeItems). */
+  protected override async beforeItems(report: PhaseReport): Promise<void> {
+    if (this.phaseNow === 'reward_model') await this.fitRewardModel(report);
   }
 
-  /** Phase 1: preference pairs (given, or from the rollout), then the Bradley–Terry fit; the reward model is the reward from then on. */
-  async fitRewardModel(): Promise<void> {
-    const pairs = this.givenPairs ?? (await this.collectPreferences());
+  /**
+   * Phase 1: preference pairs (given, or from the rollout), then the Bradley–Terry fit; the reward
+   * model is the reward from then on. Each task's candidates and each fit step are reported to
+   * `report`; when it says stop, phase 1 ends unfinished and this trainer cannot run it again
+   * (its streams and the reward model have moved on): the CLI starts such a run over.
+   */
+  async fitRewardModel(report: PhaseReport = () => Promise.resolve(false)): Promise<void> {
+    if (this.phase1Cut) throw new Error('MARLHF: phase 1 was stopped part-way, so this trainer cannot run it again (its random streams and reward model moved on); build a new trainer (the CLI\'s --resume starts such a run over)');
+    const pairs = this.givenPairs ?? (await this.collectPreferences(report));
+    if (pairs === null) {
+      this.phase1Cut = true;
+      return;
+    }
     if (pairs.length === 0) {
       throw new Error(
         'MARLHF: no preference pairs: every joint candidate of every training task got the same task reward; ' +
@@ -131,8 +152,13 @@ export class MARLHFTrainer<T, S> extends MAGRPOTrainer<T, S> {
       );
     }
     const c = this.marlhfConfig;
+    this.refuseInseparablePairs(pairs);
     const variables = this.rewardModel.trainableVariables(c.reward_freeze_backbone);
-    const optimizer = this.adamW(variables, c.reward_learning_rate);
+    // Not scheduled and not among the `lr/` metrics: it is disposed when the fit is done.
+    const optimizer = this.fixedRateAdamW(variables, c.reward_learning_rate);
+    const perEpoch = Math.ceil(pairs.length / c.reward_train_batch_size);
+    const total = perEpoch * c.reward_num_train_epochs;
+    let step = 0;
     try {
       for (let epoch = 0; epoch < c.reward_num_train_epochs; epoch++) {
         const order = this.rewardModelRng.shuffle(pairs.map((_, i) => i));
@@ -141,7 +167,13 @@ export class MARLHFTrainer<T, S> extends MAGRPOTrainer<T, S> {
           const options = { maxGradNorm: c.max_grad_norm, chunkSize: c.scoring_batch_size, label: 'MARLHF reward model' };
           const r = await this.timer.time('reward_model', () => this.rewardModel.step(optimizer, variables, batch, options));
           this.optimizerSteps++;
-          await this.logger?.log(this.envStep, { 'reward_model/loss': r.loss, 'reward_model/accuracy': r.accuracy, 'reward_model/grad_norm': r.gradNorm, 'reward_model/epoch': epoch });
+          step++;
+          // The fit's own x: its step (env_step does not move while it runs).
+          await this.logger?.log(this.envStep, { 'reward_model/step': step, 'reward_model/loss': r.loss, 'reward_model/accuracy': r.accuracy, 'reward_model/grad_norm': r.gradNorm, 'reward_model/epoch': epoch });
+          if (await report('reward model fit', step, total)) {
+            this.phase1Cut = true;
+            return;
+          }
         }
       }
     } finally {
@@ -151,14 +183,29 @@ export class MARLHFTrainer<T, S> extends MAGRPOTrainer<T, S> {
     this.enterPolicyPhase();
   }
 
+  /**
+   * Refuses pairs whose winner and loser `reward_max_length` cuts to the same tokens: the fit
+   * would learn nothing from them (loss log 2, gradient 0) and say nothing.
+   */
+  private refuseInseparablePairs(pairs: readonly JointPreference[]): void {
+    const bad = this.rewardModel.inseparablePair(pairs);
+    if (bad === null) return;
+    const c = this.marlhfConfig;
+    const hint = c.reward_truncation === 'right' ? ", or set reward_truncation: prompts (the prompts are cut and the completions kept)" : '';
+    throw new Error(
+      `MARLHF: reward_max_length ${c.reward_max_length} cuts the joint text of preference pair ${bad.index + 1} of ${pairs.length} so that its winner and loser read the same tokens ` +
+        `(its joint text is ${bad.fullLength} tokens with reward_truncation: ${c.reward_truncation}): the reward model could not tell them apart; raise reward_max_length to at least ${bad.fullLength}${hint}`,
+    );
+  }
+
   /** Every training task's preference pairs, from its joint candidates ranked by the task's reward (CoMLRL's preference rollout). */
-  private async collectPreferences(): Promise<JointPreference[]> {
+  private async collectPreferences(report: PhaseReport): Promise<JointPreference[] | null> {
     const c = this.marlhfConfig;
     const env = this.rewardEnv.task;
     const n = c.preference_num_candidates;
     const pairs: JointPreference[] = [];
     const rewardMeans: number[] = [];
-    for (const task of this.trainTasks) {
+    for (const [t, task] of this.trainTasks.entries()) {
       const state = env.initialState(task);
       const prompts = this.agents.map((_, i) => env.observe(state, i));
       const groups: CompletionGroup[] = [];
@@ -174,6 +221,7 @@ export class MARLHFTrainer<T, S> extends MAGRPOTrainer<T, S> {
       for (const { winner: w, loser: l } of selectPreferencePairs(rewards, c.pair_selection, c.preference_pairs_per_sample, this.preferenceRng)) {
         pairs.push({ prompts, winner: actions[w], loser: actions[l], winnerReward: rewards[w], loserReward: rewards[l] });
       }
+      if (await report('reward model candidates', t + 1, this.trainTasks.length)) return null;
     }
     await this.logger?.log(this.envStep, {
       'reward_model/num_pairs': pairs.length,
