@@ -23,9 +23,8 @@ header { padding: 16px 24px 8px; background: white; border-bottom: 1px solid #dd
 h1 { font-size: 20px; margin: 0 0 4px; }
 header p { margin: 2px 0; color: #555; font-size: 13px; }
 nav a { margin-right: 14px; font-size: 13px; }
-main { display: flex; flex-wrap: wrap; gap: 16px; padding: 16px 24px; align-items: flex-start; }
-section { background: white; border: 1px solid #ddd; border-radius: 4px; padding: 8px; }
-section h2 { font-size: 15px; margin: 4px 8px; }
+main { display: flex; flex-wrap: wrap; gap: 16px; padding: 16px; align-items: flex-start; }
+section { background: white; border: 1px solid #ddd; border-radius: 4px; padding: 4px; }
 section svg { display: block; max-width: 100%; height: auto; }
 `;
 
@@ -33,7 +32,8 @@ section svg { display: block; max-width: 100%; height: auto; }
 export function plotsPage(content: PlotsPageContent): string {
   const nav = content.figures.map((f) => `<a href="#${escapeHtml(f.name)}">${escapeHtml(f.title)}</a>`).join('');
   const sections = content.figures
-    .map((f) => `<section id="${escapeHtml(f.name)}">\n<h2>${escapeHtml(f.title)}</h2>\n${f.svg}\n</section>`)
+    // The SVG carries the figure's title.
+    .map((f) => `<section id="${escapeHtml(f.name)}" aria-label="${escapeHtml(f.title)}">\n${f.svg}\n</section>`)
     .join('\n');
   return [
     '<!doctype html>',

@@ -122,14 +122,15 @@ export function buildPlotSpec(points: readonly PlotPoint[], options: PlotSpecOpt
       return {
         title: {
           text: panel.names.join(' = '),
-          subtitle: window > 1 ? `line: moving average of the last ${window} points · dots: each logged value` : 'each logged value',
+          subtitle: window > 1 ? `line: mean of the last ${window} points · faint dots: logged values` : 'logged values (too few to smooth)',
           subtitleColor: '#666',
+          subtitleFontSize: 11,
         },
         width,
         height,
         data: { values: smoothed.map((p) => ({ ...p })) },
         layer: [
-          { mark: { type: 'point' as const, filled: true, size: 14, opacity: window > 1 ? 0.22 : 0.8 }, encoding: { x, y: { field: 'value', type: 'quantitative' as const, title: panel.panel, scale: { zero: false } }, color } },
+          { mark: { type: 'point' as const, filled: true, size: 16, opacity: window > 1 ? 0.3 : 0.8 }, encoding: { x, y: { field: 'value', type: 'quantitative' as const, title: panel.panel, scale: { zero: false } }, color } },
           { mark: { type: 'line' as const, strokeWidth: 2 }, encoding: { x: { ...x, axis: null }, y: { field: 'smooth', type: 'quantitative' as const }, color } },
           ...(random.length > 0
             ? [
