@@ -117,7 +117,7 @@ export async function loadPage(bin: string, file: string, expression = 'null', s
     stderr = (stderr + c.toString('utf8')).slice(-4000);
   });
   const timer = setTimeout(() => child.kill('SIGKILL'), timeoutMs);
-  const exited = new Promise<void>((_, reject) => child.on('exit', (code, signal) => reject(new Error(`chromium exited (${code ?? signal}) before the page was checked; its stderr ends:\n${stderr}`))));
+  const exited = new Promise<never>((_, reject) => child.on('exit', (code, signal) => reject(new Error(`chromium exited (${code ?? signal}) before the page was checked; its stderr ends:\n${stderr}`))));
   try {
     const cdp = new Cdp(child.stdio[3] as Writable, child.stdio[4] as Readable);
     const run = async (): Promise<PageReport> => {
