@@ -125,6 +125,8 @@ export function buildPlotSpec(points: readonly PlotPoint[], options: PlotSpecOpt
           subtitle: window > 1 ? `line: mean of the last ${window} points · faint dots: logged values` : 'logged values (too few to smooth)',
           subtitleColor: '#666',
           subtitleFontSize: 11,
+          // Each panel's title starts where its plot does, whatever its y labels' width.
+          frame: 'group' as const,
         },
         width,
         height,
@@ -224,9 +226,21 @@ export async function writePlots(runDir: string, rows: readonly Readonly<Record<
   }
   if (svgs.length > 0) {
     const axes = `x-axis: ${AXIS_TITLES[xKey] ?? xKey}${secondaryShown && secondaryKey ? ` (top axis: ${AXIS_TITLES[secondaryKey] ?? secondaryKey})` : ''}`;
-    atomicWrite(join(runDir, PLOTS_PAGE), plotsPage({ title: options.title ?? 'comlrl run', figures: svgs, notes: [axes, `${rows.length} metrics rows`] }));
+    const extent = [xKey, ...(secondaryKey ? [secondaryKey] : [])].map((k) => `${lastValue(rows, k).toLocaleString('en-US')} ${AXIS_TITLES[k] ?? k}`).join(' · ');
+    const legend = `lines: trailing moving average over a twentieth of each series' points · faint dots: each logged value${options.randomPlay ? ` · dashed: ${options.randomPlay.label}` : ''}`;
+    atomicWrite(join(runDir, PLOTS_PAGE), plotsPage({ title: options.title ?? 'comlrl run', figures: svgs, notes: [`${axes} · ${extent}`, legend] }));
   }
   return written;
+}
+
+/** The largest finite value of column `key` (0 when none). */
+function lastValue(rows: readonly Readonly<Record<string, MetricValue>>[], key: string): number {
+  let max = 0;
+  for (const r of rows) {
+    const v = r[key];
+    if (typeof v === 'number' && Number.isFinite(v) && v > max) max = v;
+  }
+  return max;
 }
 
 function atomicWrite(path: string, data: string | Uint8Array): void {
