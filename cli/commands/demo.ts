@@ -42,8 +42,9 @@ export const DEMO_USAGE = formatUsage(
   [
     'Trains two tiny agents to agree on an answer in a toy collaboration game, end to end: tiny',
     'Hugging Face checkpoints (made once and cached), the real trainer, environment and reward,',
-    'a progress bar, evaluation before and after, and a run directory with config.yaml,',
-    'metrics.jsonl, plots, checkpoints and the final models. Needs nothing but `npm install`.',
+    'a progress bar, evaluation before and after, what the agents wrote for two prompts before',
+    'and after, and a run directory with config.yaml, metrics.jsonl, plots.html (the curves),',
+    'checkpoints and the final models. Needs nothing but `npm install`.',
     'Ctrl-C stops at the next item with a checkpoint (exit 130); `comlrl train --resume DIR` continues it.',
   ].join('\n'),
   OPTIONS,
