@@ -10,7 +10,7 @@ import { plotsPage } from './plots-html.js';
 export { collectPoints, splitMetricKey, type PlotPoint } from './plot-data.js';
 
 /**
- * Metric names (last key segment) drawn in rewards.png by default: CoMLRL's reward and return
+ * Metric names (see `splitMetricKey`) drawn in rewards.png by default: CoMLRL's reward and return
  * names and the tasks' paper metrics. Anchored, so timing keys such as `time/reward_s` or
  * `zero_reward_spread_frac` stay out of the reward figure.
  */
@@ -105,7 +105,9 @@ export function buildPlotSpec(points: readonly PlotPoint[], options: PlotSpecOpt
   const height = options.panelHeight ?? 150;
   const xKey = options.xKey ?? 'step';
   const xTitle = AXIS_TITLES[xKey] ?? xKey;
-  const xMax = Math.max(...points.map((p) => p.x));
+  // From 0 (or below, for negative x), never a zero-width domain (a single x).
+  const xMin = Math.min(0, ...points.map((p) => p.x));
+  const xMax = Math.max(xMin + 1e-9, ...points.map((p) => p.x));
   return {
     $schema: 'https://vega.github.io/schema/vega-lite/v6.json',
     title: options.title ? `${options.title} — ${options.figureTitle}` : options.figureTitle,
@@ -116,7 +118,7 @@ export function buildPlotSpec(points: readonly PlotPoint[], options: PlotSpecOpt
       const { points: smoothed, window } = smoothSeries(panel.points);
       const many = new Set(panel.points.map((p) => p.series)).size > 1;
       const color = many ? { field: 'series', type: 'nominal' as const, title: 'series' } : { value: '#4c78a8' };
-      const x = { field: 'x', type: 'quantitative' as const, title: xTitle, scale: { domain: [0, xMax], nice: false } };
+      const x = { field: 'x', type: 'quantitative' as const, title: xTitle, scale: { domain: [xMin, xMax], nice: false } };
       const random = randomLines(panel, options.randomPlay);
       const secondary = options.secondary;
       return {
