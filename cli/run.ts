@@ -5,7 +5,7 @@
  *   config.yaml      the resolved config (`comlrl train --config` re-runs it)
  *   run.json         trainer, task, seed, backend, config hash, sessions
  *   metrics.jsonl    one line per logged step (CoMLRL names + perf/* and run/* extras)
- *   rewards.png/svg, losses.png/svg
+ *   rewards.png/svg, losses.png/svg, kl.png/svg (reference KL on), plots.html (every figure)
  *   eval.json        evaluation before and after training
  *   checkpoints/step-NNNNNN/   agents (HF format), critics and heads, trainer_state.json,
  *                    optimizer.safetensors, run_state.json, config.json, manifest.json
@@ -20,13 +20,14 @@ import * as path from 'node:path';
 import { checkpointName } from '../src/checkpoint/atomic.js';
 import { formatBytes, formatDuration, formatNumber } from '../src/logging/format.js';
 import { peakMemory } from '../src/logging/memory.js';
-import { writePlots } from '../src/logging/plots.js';
+import { PLOTS_PAGE } from '../src/logging/plots.js';
 import { displayPath } from './display-path.js';
 import type { RunConfig } from './schemas.js';
 import { testPause } from './test-pause.js';
 import { writeFinalModel } from '../trainers/core/checkpoint.js';
 import { mergedModels, type TrainerHandle } from './trainer.js';
 import { alreadyComplete, buildRun, openRun, type PreparedRun } from './training/prepare.js';
+import { writeRunPlots } from './training/plots.js';
 import { RUN_FILES } from './training/run-dir.js';
 import { trainRun, type Trained } from './training/train.js';
 import type { RunOptions, RunResult } from './training/types.js';
@@ -68,7 +69,7 @@ async function finishRun(run: PreparedRun, trained: Trained, signal: AbortSignal
   const { step, completed, evals } = trained;
   const finalDir = completed && config.output.save_final_model ? await writeFinal(runDir, trainer, config, step, run.hash) : undefined;
   if (completed && signal?.aborted === true) log('[comlrl] the interrupt came after the last training item: the run finished and its results are written');
-  const plots = config.output.plots ? (await writePlots(runDir, metrics.rows(), { title: `${config.dataset.task} · ${config.trainer}` })).flatMap((p) => [p.png, p.svg]) : [];
+  const plots = config.output.plots ? (await writeRunPlots(runDir, metrics.rows(), config, run.task)).flatMap((p) => [p.png, p.svg]) : [];
   const sessionSeconds = (performance.now() - run.t0) / 1000;
   const mem = peakMemory();
   const result: RunResult = {
@@ -137,7 +138,7 @@ export function summaryLines(r: RunResult, metricsRows: number): string[] {
   }
   lines.push(`[comlrl] run directory: ${rel(r.runDir)}`);
   lines.push(`           metrics.jsonl (${metricsRows} lines), config.yaml, run.json${r.before || r.after ? ', eval.json' : ''}`);
-  if (r.plots.length > 0) lines.push(`           plots: ${r.plots.filter((p) => p.endsWith('.png')).map((p) => path.basename(p)).join(', ')} (+ SVG)`);
+  if (r.plots.length > 0) lines.push(`           plots: ${PLOTS_PAGE} (every figure), ${r.plots.filter((p) => p.endsWith('.png')).map((p) => path.basename(p)).join(', ')} (+ SVG)`);
   if (r.finalDir) lines.push(`           final models: ${rel(r.finalDir)}/agent_*`);
   if (r.checkpoints.length > 0) lines.push(`           checkpoints: ${r.checkpoints.map((c) => path.basename(c)).join(', ')}`);
   return lines;

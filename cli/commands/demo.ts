@@ -4,12 +4,13 @@
  *
  * The task (envs/toy): both agents see a cue word (`cue red`) and score 0.25 each for answering
  * with one of the cue's two words, plus 0.5 when they both say the same one; 1 means they agreed.
- * Random agents score about 0.07; the demo reports the evaluated reward before and after.
+ * Uniform random play scores 16/225 ≈ 0.071; the demo reports the evaluated reward before and after
+ * and what the agents wrote for two fixed prompts before and after (demo-transcripts.ts).
  */
 import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
-import { toyWords } from '../../envs/toy/task.js';
+import { toyRandomBaseline, toyWords } from '../../envs/toy/task.js';
 import { activeBackend, BACKEND_CHOICES, type BackendChoice } from '../../src/backend/init.js';
 import { stableStringify } from '../../src/config/hash.js';
 import { memorySettingsOf, parseRunConfig, TRAINER_NAMES, type TrainerName } from '../../src/config/schema.js';
@@ -23,6 +24,7 @@ import { handleInterrupts } from '../interrupt.js';
 import { displayPath, runTraining, type RunResult } from '../run.js';
 import { resumeCommandFor } from '../training/run-dir.js';
 import { TRAINER_CONFIG_SCHEMAS } from '../schemas.js';
+import { playFixedPrompts, transcriptTable } from './demo-transcripts.js';
 import type { CoLLMCCConfigInput, CoLLMDCConfigInput } from '../../trainers/collm/config.js';
 import type { MAGRPOConfigInput } from '../../trainers/magrpo/config.js';
 
@@ -40,8 +42,9 @@ export const DEMO_USAGE = formatUsage(
   [
     'Trains two tiny agents to agree on an answer in a toy collaboration game, end to end: tiny',
     'Hugging Face checkpoints (made once and cached), the real trainer, environment and reward,',
-    'a progress bar, evaluation before and after, and a run directory with config.yaml,',
-    'metrics.jsonl, plots, checkpoints and the final models. Needs nothing but `npm install`.',
+    'a progress bar, evaluation before and after, what the agents wrote for two prompts before',
+    'and after, and a run directory with config.yaml, metrics.jsonl, plots.html (the curves),',
+    'checkpoints and the final models. Needs nothing but `npm install`.',
     'Ctrl-C stops at the next item with a checkpoint (exit 130); `comlrl train --resume DIR` continues it.',
   ].join('\n'),
   OPTIONS,
@@ -173,7 +176,13 @@ export async function demoCommand(argv: readonly string[], ctx: CommandContext):
   try {
     const result = await runTraining({ config, log: ctx.err, label: `demo ${trainer}`, outOption: '--out', signal: interrupts.signal, ...(ctx.progress ? { progress: ctx.progress } : {}) });
     if (!result.completed) return 130;
-    ctx.out(demoReport(result, (performance.now() - t0) / 1000));
+    const seconds = (performance.now() - t0) / 1000;
+    // Played after training, both sides: the starting checkpoints are the cached ones, untouched.
+    const before = await playFixedPrompts(config, { base: true });
+    const after = await playFixedPrompts(config, { runDir: result.runDir });
+    ctx.out(`demo: what the agents wrote for ${before.length} fixed prompts, greedy (an answer is its first word; reward 1 = both gave the same answer for the cue)`);
+    ctx.out(transcriptTable(before, after, formatNumber));
+    ctx.out(demoReport(result, seconds));
     return 0;
   } catch (err) {
     throw inMemoryCrashWords(err, activeBackend(), budgetBytes(memorySettingsOf(config.memory)));
@@ -189,11 +198,11 @@ export function demoReport(r: RunResult, seconds: number): string {
   if (r.before && r.after) {
     const margin = r.after.episodeReward - r.before.episodeReward;
     lines.push(
-      `demo: evaluated reward ${formatNumber(r.before.episodeReward)} → ${formatNumber(r.after.episodeReward)} (margin ${margin >= 0 ? '+' : ''}${formatNumber(margin)}; 1 = the agents always agree, random ≈ 0.07) in ${formatDuration(seconds)}`,
+      `demo: evaluated reward ${formatNumber(r.before.episodeReward)} → ${formatNumber(r.after.episodeReward)} (margin ${margin >= 0 ? '+' : ''}${formatNumber(margin)}; 1 = the agents always agree, uniform random play ${formatNumber(toyRandomBaseline)}) in ${formatDuration(seconds)}`,
     );
     if (margin <= 0) lines.push('demo: the reward did not rise this time; try more --steps or another --seed');
   }
-  lines.push(`demo: run directory ${rel} (config.yaml, metrics.jsonl, rewards.png, losses.png, final/)`);
+  lines.push(`demo: run directory ${rel} (plots.html: the curves; config.yaml, metrics.jsonl, final/)`);
   lines.push(`demo: train it again with: comlrl train --config ${path.join(rel, 'config.yaml')} --set output.dir=${rel}-again`);
   return lines.join('\n');
 }

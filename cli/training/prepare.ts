@@ -135,7 +135,7 @@ export async function openRun(run: PreparedRun): Promise<void> {
   const { config, runDir, resume, hash, backend, trainer, metrics, totalSteps, startStep: step, log } = run;
   await prepareRunDir(runDir, config, { resume, restart: run.restart, hash, backend, step, totalSteps, log });
   run.counter.total = run.tokensBefore;
-  metrics.open(await openMetricsLog(runDir, resume), run.tokensBefore);
+  metrics.open(await openMetricsLog(runDir, resume), run.tokensBefore, step);
   if (config.logging.tensorboard) {
     // The event file is made to hold what metrics.jsonl now holds, then follows it row by row.
     const tb = TensorBoardWriter.open(path.join(runDir, RUN_FILES.tensorboard), { rows: metrics.rows() });
