@@ -16,7 +16,8 @@ import { createRng, rngFor, type Rng } from '../../src/util/rng.js';
 import type { LrScheduleSettings } from './config.js';
 import { evalTurnMetrics, runEvalCallbacks, runEvalEpisodes, summarizeEval, type EvalCallback, type EvalEpisode } from './eval.js';
 import { saveAgents, type SaveOptions } from './save.js';
-import type { GenerationSettings } from './generation.js';
+import { PromptTooLongError, type GenerationSettings } from './generation.js';
+import { describeItem } from '../../src/data/row-origin.js';
 import { PhaseTimer, type MetricRecord, type MetricsSink } from './metrics.js';
 import { CallbackList, type ItemEvent, type TrainEndReason, type TrainerCallback, type TrainerControl, type TrainEvent } from './callbacks.js';
 import { checkTrainerState, optimizerStates, restoreOptimizers, type DatasetCursor, type TrainerState } from './state.js';
@@ -271,7 +272,12 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
         }
 
         this.applyLearningRates(epoch * this.trainTasks.length + index);
-        await this.trainOn(this.trainTasks[index]);
+        try {
+          await this.trainOn(this.trainTasks[index]);
+        } catch (err) {
+          // The rollout knows the prompt, not the row it came from: name it here.
+          throw err instanceof PromptTooLongError ? err.at(describeItem('train', index, this.trainTasks[index])) : err;
+        }
 
         this.cursor = { epoch, index: index + 1 };
         items++;
