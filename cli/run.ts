@@ -72,10 +72,9 @@ export async function runTraining(options: RunOptions): Promise<RunResult> {
       await run.close();
     }
   } catch (err) {
-    if (claim.fresh && !progressed) {
-      await claim.abandon();
-      if (existsSync(claim.runDir)) log(`[comlrl] the run failed before its first training item: what it wrote in ${displayPath(claim.runDir)} is removed`);
-      else log(`[comlrl] the run failed before its first training item: ${displayPath(claim.runDir)} is removed`);
+    if (claim.fresh && !progressed && (await claim.abandon())) {
+      const what = existsSync(claim.runDir) ? `what it wrote in ${displayPath(claim.runDir)} is` : `${displayPath(claim.runDir)} is`;
+      log(`[comlrl] the run failed before its first training item: ${what} removed, so the same command can run again`);
     }
     throw err;
   } finally {

@@ -12,8 +12,9 @@ import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { stringify } from 'yaml';
 import { toyTasks, toyTrainTasks, ToyCoordEnv } from '../envs/toy/index.js';
-import { tldrSummaryPrompt } from '../rewards/tldr/prompts.js';
+import { tldrElaborationPrompt, tldrSummaryPrompt } from '../rewards/tldr/prompts.js';
 import { loadAgent } from '../src/decpomdp/load-agent.js';
+import { loadTokenizer } from '../src/tokenizer/load.js';
 import { MAGRPOTrainer } from '../trainers/magrpo/trainer.js';
 import { cli, useCliWorkspace } from './cli-helpers.js';
 
@@ -64,7 +65,7 @@ test('a row whose prompt is longer than the context is refused before training, 
   const r = await cli(['train', '--config', config]);
   expect(r.code).toBe(1);
   // Agent 0's prompt is the summary template around the post: at least the post's 768 words.
-  const m = /train item 3 \((.+), row 4\): the prompt of agent 'agent_0' has (\d+) tokens; with magrpo\.max_new_tokens 8 it needs (\d+) positions, more than the model's context of 256 \(config\.json max_position_embeddings\); shorten that text, or lower magrpo\.max_new_tokens to at most 0/.exec(r.err);
+  const m = /train item 3 \((.+), row 4\): the prompt of agent 'agent_0' has (\d+) tokens; with magrpo\.max_new_tokens 8 it needs (\d+) positions, more than the model's context of 256 \(config\.json max_position_embeddings\); the prompt alone fills the context: shorten that text or leave the row out/.exec(r.err);
   expect(m, r.err).not.toBeNull();
   expect(m![1]).toBe(data);
   const tokens = Number(m![2]);
@@ -72,6 +73,25 @@ test('a row whose prompt is longer than the context is refused before training, 
   expect(tokens).toBeLessThan(3 * CONTEXT + tldrSummaryPrompt('x').split(/\s+/).length + 8);
   expect(Number(m![3])).toBe(tokens + 8);
   expect(existsSync(out)).toBe(false);
+});
+
+test('a prompt that fits alone but not with max_new_tokens is told the largest max_new_tokens that fits', async () => {
+  // The summary template has some 30 words; with a post of CONTEXT − 40 words the prompt fits, the 8 new tokens may not.
+  const agents = await shortContextAgents('ctx', CONTEXT);
+  const post = Array.from({ length: CONTEXT - 40 }, (_, i) => `u${i}`).join(' ');
+  // Agent 0 is checked first; agent 1's (elaboration) prompt bounds what trains.
+  const promptTokens = (await loadTokenizer(agents[0])).encode(tldrSummaryPrompt(post)).length;
+  const longest = Math.max(promptTokens, (await loadTokenizer(agents[1])).encode(tldrElaborationPrompt(post)).length);
+  expect(longest).toBeLessThan(CONTEXT);
+  const { config } = await tldrRun('edge', [...short, post], { train: '[:4]', eval: '[4:]' });
+  const r = await cli(['train', '--config', config, '--set', `magrpo.max_new_tokens=${CONTEXT - promptTokens + 1}`]);
+  expect(r.code).toBe(1);
+  expect(r.err).toContain(`train item 3 (`);
+  expect(r.err).toContain(`has ${promptTokens} tokens; with magrpo.max_new_tokens ${CONTEXT - promptTokens + 1} it needs ${CONTEXT + 1} positions, more than the model's context of ${CONTEXT}`);
+  expect(r.err).toContain(`lower magrpo.max_new_tokens to at most ${CONTEXT - promptTokens}`);
+  // At the limit of the longer prompt it trains.
+  const ok = await cli(['train', '--config', config, '--set', `magrpo.max_new_tokens=${CONTEXT - longest}`, '--set', `output.dir=${join(ws.root, 'edge-ok')}`]);
+  expect(ok.code, ok.err).toBe(0);
 });
 
 test('a 1 MB prompt is refused by name before any rollout (not an out-of-memory error), and leaves no run directory', async () => {

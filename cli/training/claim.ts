@@ -26,9 +26,9 @@ export interface RunDirClaim {
   /**
    * Removes what this start created in the run directory (and the directory itself and any
    * parents it made, when they are empty then), then releases the lock. Does nothing but release
-   * for a resume or a restart.
+   * for a resume or a restart. Resolves to whether the start had written anything besides its lock.
    */
-  abandon(): Promise<void>;
+  abandon(): Promise<boolean>;
   /** Releases the lock (idempotent). */
   release(): void;
 }
@@ -60,13 +60,11 @@ export async function claimRunDir(options: RunOptions, log: (line: string) => vo
     fresh,
     release: () => lock.release(),
     abandon: async () => {
-      if (fresh) {
-        for (const name of await fs.readdir(runDir)) {
-          if (!before.has(name) && name !== RUN_LOCK_FILE) await fs.rm(path.join(runDir, name), { recursive: true, force: true });
-        }
-      }
+      const written = fresh ? (await fs.readdir(runDir)).filter((name) => !before.has(name) && name !== RUN_LOCK_FILE) : [];
+      for (const name of written) await fs.rm(path.join(runDir, name), { recursive: true, force: true });
       lock.release();
       if (fresh) await removeMadeDirs(runDir, firstMade);
+      return written.length > 0;
     },
   };
   try {

@@ -89,8 +89,9 @@ export class PromptTooLongError extends Error {
     readonly place: PromptPlace = {},
   ) {
     const key = place.key ?? 'max_new_tokens';
+    const fix = promptTokens < context ? `shorten that text, or lower ${key} to at most ${context - promptTokens}` : 'the prompt alone fills the context: shorten that text or leave the row out';
     super(
-      `${place.item !== undefined ? `${place.item}: ` : ''}the prompt of agent '${agent}' has ${promptTokens} tokens; with ${key} ${maxNewTokens} it needs ${promptTokens + maxNewTokens} positions, more than the model's context of ${context} (config.json max_position_embeddings); shorten that text, or lower ${key} to at most ${Math.max(0, context - promptTokens)}`,
+      `${place.item !== undefined ? `${place.item}: ` : ''}the prompt of agent '${agent}' has ${promptTokens} tokens; with ${key} ${maxNewTokens} it needs ${promptTokens + maxNewTokens} positions, more than the model's context of ${context} (config.json max_position_embeddings); ${fix}`,
     );
     this.name = 'PromptTooLongError';
   }
