@@ -10,6 +10,7 @@
  *   checkpoints/step-NNNNNN/   agents (HF format), critics and heads, trainer_state.json,
  *                    optimizer.safetensors, run_state.json, config.json, manifest.json
  *   final/           the trained agents (and critics) when output.save_final_model
+ *   run.lock         while a run is in progress: its pid and host (one run per directory)
  *
  * A checkpoint is written atomically (src/checkpoint). Resuming verifies it completely (sizes,
  * SHA-256, config identity, optimizer and trainer state) before anything in the run directory is

@@ -1,8 +1,8 @@
 /**
- * The first part of a training run, in a claimed run directory (./claim.ts): build the task and the
- * trainer (from the config's models or a checkpoint) before anything is written, say whether a resumed run has
- * nothing left to do, then open the run directory (config.yaml, run.json, metrics.jsonl and its
- * run/* header row).
+ * The first part of a training run, in a claimed run directory (./claim.ts): build the task and
+ * the trainer (from the config's models or a checkpoint) and check the prompts against the
+ * agents' context before anything is written, say whether a resumed run has nothing left to do,
+ * then open the run directory (config.yaml, run.json, metrics.jsonl and its run/* header row).
  */
 import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
