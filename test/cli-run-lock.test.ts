@@ -1,7 +1,8 @@
 /**
  * One run per output directory, and a failed start leaves nothing behind:
  * - two `comlrl train` runs started together on one directory: one trains, the other is refused
- *   naming the lock's owner (pid, host) and the lock file; the same for two `--resume` runs;
+ *   naming the lock's owner (pid, host) and the lock file; the same for two `--resume` runs, and a
+ *   resume resolved before another run continued the run is refused once it gets the lock;
  * - a lock left by a process that no longer runs is named and taken over; one of another host is
  *   refused with the command that clears it; the lock is gone once a run ends (done or failed);
  * - a new run that fails before its first training item (here: MARLHF's phase 1 finds no
@@ -16,6 +17,8 @@ import { join } from 'node:path';
 import { expect, test } from 'vitest';
 import { stringify } from 'yaml';
 import { readMetrics } from '../src/logging/metrics.js';
+import { resolveResume, runTraining } from '../cli/run.js';
+import { loadConfig } from '../cli/schemas.js';
 import { cli, snapshot, toyConfigYaml, useCliWorkspace, type CliRun } from './cli-helpers.js';
 
 const ws = useCliWorkspace('cli-run-lock');
@@ -74,6 +77,22 @@ test('two --resume runs of one run directory: one resumes, the other is refused;
   // Each of the 4 items (2 × 2 epochs) logged its row once (env steps 2, 4, 6, 8: one turn of 2 agents).
   const items = readMetrics(join(out, 'metrics.jsonl')).filter((r) => 'turn_1/reward_mean' in r).map((r) => r.step);
   expect(items).toEqual([2, 4, 6, 8]);
+});
+
+test('a resume resolved before another run continued the run is refused at its lock, naming both checkpoints', async () => {
+  const out = join(ws.root, 'moved-on');
+  const file = await config('moved-on', out, { save_steps: 2 });
+  expect((await cli(['train', '--config', file, '--stop-after', '1'])).code).toBe(0);
+  const cfg = loadConfig(join(out, 'config.yaml'), []);
+  // Resolved now (at step 1), started only after another resume has finished the run.
+  const late = await resolveResume(out, cfg);
+  const other = await cli(['train', '--resume', out]);
+  expect(other.code, other.err).toBe(0);
+  const before = await snapshot(out);
+  await expect(runTraining({ config: cfg, resume: late, log: () => {} })).rejects.toThrow(
+    `the run in ${out} moved on while this resume was starting (another run continued it): its newest checkpoint is now ${join(out, 'checkpoints', 'step-000004')}, not ${join(out, 'checkpoints', 'step-000001')}`,
+  );
+  expect(await snapshot(out)).toEqual(before);
 });
 
 test('a stale lock (its process is gone) is named and taken over; the lock is removed when the run ends', async () => {
