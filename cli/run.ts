@@ -10,6 +10,7 @@
  *   checkpoints/step-NNNNNN/   agents (HF format), critics and heads, trainer_state.json,
  *                    optimizer.safetensors, run_state.json, config.json, manifest.json
  *   final/           the trained agents (and critics) when output.save_final_model
+ *   run.lock         while a run is in progress: its pid and host (one run per directory)
  *
  * A checkpoint is written atomically (src/checkpoint). Resuming verifies it completely (sizes,
  * SHA-256, config identity, optimizer and trainer state) before anything in the run directory is
@@ -25,7 +26,8 @@ import { displayPath } from './display-path.js';
 import type { RunConfig } from './schemas.js';
 import { testPause } from './test-pause.js';
 import { writeFinalModel } from '../trainers/core/checkpoint.js';
-import { mergedModels, type TrainerHandle } from './trainer.js';
+import { cursorStep, mergedModels, type TrainerHandle } from './trainer.js';
+import { claimRunDir } from './training/claim.js';
 import { alreadyComplete, buildRun, openRun, type PreparedRun } from './training/prepare.js';
 import { writeRunPlots } from './training/plots.js';
 import { RUN_FILES } from './training/run-dir.js';
@@ -44,22 +46,42 @@ export type { RunOptions, RunResult } from './training/types.js';
  * Runs (or resumes) training as the config says. Returns when training completes or stops early;
  * throws on errors (a refused resume throws before touching the run directory).
  *
- * Prepare (cli/training/prepare.ts): check the run directory, build the task and the trainer
- * (nothing written yet), return early if the run already finished, open the run directory. Train
- * (cli/training/train.ts): the trainer's loop with the run's callbacks (evaluation before and after,
- * progress, checkpoints, stopping, test pauses). Finish: final/, plots and the summary.
+ * Claim (cli/training/claim.ts): check the run directory and take its lock, so no other run
+ * writes there until this one ends. Prepare (cli/training/prepare.ts): build the task and the
+ * trainer (nothing written yet), return early if the run already finished, open the run
+ * directory. Train (cli/training/train.ts): the trainer's loop with the run's callbacks
+ * (evaluation before and after, progress, checkpoints, stopping, test pauses). Finish: final/,
+ * plots and the summary. A new run that fails before its first training item is done leaves
+ * nothing behind (the claim takes back what it created), so the same command runs again.
  */
 export async function runTraining(options: RunOptions): Promise<RunResult> {
-  const run = await buildRun(options);
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const claim = await claimRunDir(options, log);
+  let progressed = false;
   try {
-    const done = await alreadyComplete(run);
-    if (done !== null) return done;
-    await openRun(run);
-    options.onRunDir?.(run.runDir);
-    const trained = await trainRun(run, options);
-    return await finishRun(run, trained, options.signal);
+    const run = await buildRun(options, claim.runDir, log);
+    try {
+      const done = await alreadyComplete(run);
+      if (done !== null) return done;
+      await openRun(run);
+      options.onRunDir?.(run.runDir);
+      const trained = await trainRun(run, options);
+      progressed = true;
+      return await finishRun(run, trained, options.signal);
+    } catch (err) {
+      progressed ||= cursorStep(run.trainer.cursor, run.trainer.itemsPerEpoch) > run.startStep;
+      throw err;
+    } finally {
+      await run.close();
+    }
+  } catch (err) {
+    if (claim.fresh && !progressed && (await claim.abandon())) {
+      const what = existsSync(claim.runDir) ? `what it wrote in ${displayPath(claim.runDir)} is` : `${displayPath(claim.runDir)} is`;
+      log(`[comlrl] the run failed before its first training item: ${what} removed, so the same command can run again`);
+    }
+    throw err;
   } finally {
-    await run.close();
+    claim.release();
   }
 }
 
