@@ -25,7 +25,7 @@
  *      The buffer is then empty. During a critic warm-up (`critic_warmup_items`) only the critics
  *      step (a head on an actor: only the head).
  *
- * Differences from CoMLRL 1.3.6 (README): the paper-aligned options above unless `comlrl136()`
+ * Differences from CoMLRL 1.3.6 (docs/differences.md): the paper-aligned options above unless `comlrl136()`
  * turns them off; non-finite losses raise; streams are seeded.
  */
 import { planMinibatches, type JointTransition } from '../../src/buffer/replay.js';

@@ -15,7 +15,7 @@
  *        loss = mean_samples mean_k [ −A_k · Σ_t log π(token_t of completion k) ],
  *      with A the group-relative advantage (mean / raw / max / rloo, then optionally z-scored).
  *
- * Deliberate differences from CoMLRL 1.3.6 (README "Differences from CoMLRL"): every generated
+ * Deliberate differences from CoMLRL 1.3.6 (docs/differences.md): every generated
  * token is scored (EOS included, padding never; CoMLRL drops the last token and scores padding),
  * joint_mode is 'aligned' | 'cross' only, evaluation ends episodes early as training does,
  * non-finite losses raise, random streams are seeded.
