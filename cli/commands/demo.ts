@@ -79,7 +79,8 @@ const DEMO_TRAINERS: Readonly<Record<string, DemoTrainer<object>>> = {
   madpo: {
     section: 'madpo',
     steps: 320,
-    config: { num_generations: 8, max_new_tokens: 2, agent_learning_rate: 3e-3, dpo_beta: 0.5, rollout_buffer_size: 8, train_batch_size: 4 },
+    // test/madpo-learning.test.ts's settings: one AdamW step per item on its 16 largest-gap pairs.
+    config: { num_generations: 8, max_new_tokens: 2, agent_learning_rate: 3e-3, dpo_beta: 0.5, preference_pairs_per_sample: 16, rollout_buffer_size: 16, train_batch_size: 16 },
     agents: 2,
     critics: 0,
   } satisfies DemoTrainer<MADPOConfigInput>,
