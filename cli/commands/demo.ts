@@ -84,11 +84,22 @@ const DEMO_TRAINERS: Readonly<Record<string, DemoTrainer<object>>> = {
     agents: 2,
     critics: 0,
   } satisfies DemoTrainer<MADPOConfigInput>,
-  // Phase 1 fits the reward model on 8 candidates per task; phase 2 is MAGRPO on its score.
+  // test/marlhf-learning.test.ts's settings: phase 1 fits the reward model on 32 random pairs of 32
+  // one-word candidates per task (random agents rarely agree: fewer leave too few pairs to rank
+  // by); phase 2 is MAGRPO on its score.
   marlhf: {
     section: 'marlhf',
     steps: 320,
-    config: { ...MAGRPO_DEMO, preference_num_candidates: 8, preference_pairs_per_sample: 4, reward_learning_rate: 3e-3, reward_num_train_epochs: 2 },
+    config: {
+      ...MAGRPO_DEMO,
+      max_new_tokens: 1,
+      preference_num_candidates: 32,
+      preference_pairs_per_sample: 32,
+      pair_selection: 'random',
+      reward_learning_rate: 3e-3,
+      reward_num_train_epochs: 4,
+      reward_train_batch_size: 16,
+    },
     agents: 2,
     critics: 1,
   } satisfies DemoTrainer<MARLHFConfigInput>,
