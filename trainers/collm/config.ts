@@ -138,7 +138,7 @@ function sharedFields() {
      * steps (with the critic it owns), then a centralized critic once. `agent` (CoMLRL): agent by
      * agent over the whole buffer, each of its minibatches an actor step followed by a critic step
      * — its own critic, or the centralized critic, which so steps once per agent on the same
-     * transitions. No default is filled in, so configs that leave it out hash as before it existed.
+     * transitions. Left out of a config's hash when absent (no default is filled in).
      */
     update_order: enumField('update_order', UPDATE_ORDERS).optional(),
 
