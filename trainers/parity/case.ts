@@ -22,6 +22,7 @@ import { CoLLMCCTrainer } from '../collm/centralized.js';
 import { CoLLMDCTrainer } from '../collm/decentralized.js';
 import type { CompletionSampler } from '../core/generation.js';
 import type { UpdateTraceEvent } from '../core/trace.js';
+import type { RecordedStep, Recording, ScoredRow } from './recording.js';
 import { MAGRPO_CONFIG_FIELDS } from '../magrpo/config.js';
 import { MAGRPOTrainer } from '../magrpo/trainer.js';
 import { Comparison, type QuantityResult } from './compare.js';
@@ -31,38 +32,6 @@ import type { TrainerVector } from './vector.js';
 /** A case's one dataset item. */
 type Item = { prompt: string };
 type State = CoMLRLState<Item>;
-
-/** What a case run recorded of comlrl's update. */
-export interface Recording {
-  /** Every optimizer step, in order. */
-  readonly steps: RecordedStep[];
-  /** Every teacher-forced scoring pass of an update, per model label, in call order. */
-  readonly scored: Map<string, ScoredRow[]>;
-  readonly trace: UpdateTraceEvent[];
-  /** Every reward call's (agent 0 text, agent 1 text). */
-  readonly rewardCalls: [string, string][];
-  /** Prompts comlrl asked for that CoMLRL never sampled. */
-  readonly unknownPrompts: string[];
-  /** Per model label, per checkpoint tensor name: after − before over the whole item. */
-  readonly itemDelta: Map<string, Map<string, Float32Array>>;
-}
-
-/** One optimizer step as comlrl took it. */
-export interface RecordedStep {
-  readonly model: string;
-  readonly gradNorm: number;
-  /** Per checkpoint tensor name: its gradient's L2 (absent: no gradient). */
-  readonly gradL2: Map<string, number>;
-  readonly gradFirst8: Map<string, number[]>;
-  readonly deltaL2: Map<string, number>;
-}
-
-/** One scored completion of an update pass. */
-export interface ScoredRow {
-  readonly promptIds: number[];
-  readonly completionIds: number[];
-  readonly tokenLogProbs: number[];
-}
 
 /** A case's outcome. */
 export interface ParityCaseResult {

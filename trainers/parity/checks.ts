@@ -6,7 +6,7 @@
  */
 import type { CriticEstimatesEvent, CriticStepEvent, GroupAdvantageEvent, PolicyStepEvent } from '../core/trace.js';
 import { TOLERANCES, type Comparison } from './compare.js';
-import type { Recording, ScoredRow } from './case.js';
+import type { Recording, ScoredRow } from './recording.js';
 import type { TrainerVector } from './vector.js';
 
 const key = (prompt: readonly number[], completion: readonly number[]) => `${prompt.join(',')}|${completion.join(',')}`;

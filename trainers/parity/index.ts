@@ -2,3 +2,4 @@
 export * from './case.js';
 export * from './compare.js';
 export * from './vector.js';
+export * from './recording.js';
