@@ -8,7 +8,7 @@ for (const seed of [1, 2]) await createTinyModel({ dir: `${out}/agent${seed}`, a
 const agents = await Promise.all([1, 2].map((seed) => loadAgent(`${out}/agent${seed}`)));
 const trainer = new MAGRPOTrainer({
   agents, env: new ToyCoordEnv(), trainTasks: toyTrainTasks, evalTasks: toyEvalTasks,
-  config: { num_turns: 1, num_generations: 8, max_new_tokens: 2, temperature: 1, top_p: 1, top_k: null,
+  config: { num_turns: 1, num_generations: 8, max_new_tokens: 2, temperature: 1, top_p: 1, top_k: 0,
             agent_learning_rate: 3e-3, num_train_epochs: 12, eval_num_samples: 4, seed: 0 },
 });
 console.log('before', (await trainer.evaluate()).metrics['eval/turn_1/mean_reward']);

@@ -10,7 +10,7 @@ if (!checkpoint) for (const seed of [1, 2]) await createTinyModel({ dir: `${out}
 const agents = await Promise.all([0, 1].map((i) => loadAgent(checkpoint ? agentDir(checkpoint, i) : `${out}/base${i + 1}`)));
 const trainer = new MAGRPOTrainer({
   agents, env: new ToyCoordEnv(), trainTasks: toyTrainTasks, evalTasks: toyEvalTasks,
-  config: { num_turns: 1, num_generations: 4, max_new_tokens: 2, temperature: 1, top_p: 1, top_k: null,
+  config: { num_turns: 1, num_generations: 4, max_new_tokens: 2, temperature: 1, top_p: 1, top_k: 0,
             rollout_buffer_size: 3, agent_learning_rate: 3e-3, num_train_epochs: 2, eval_interval: 8, seed: 0 },
 });
 if (checkpoint) console.log('resuming at step', await resumeTrainer(trainer, checkpoint)); // weights, AdamW, buffers, streams
