@@ -7,8 +7,9 @@
  * `environment_steps_per_pair`) are validated as CoMLRL validates them and otherwise ignored.
  *
  * As CoMLRL: one turn, aligned joint actions, and `rl_algorithm` from CoMLRL's newest list: the
- * MAGRPO family (magrpo, mareinforce, maremax, marloo) trains phase 2; `maac` and `iac` are read
- * with their critic fields and refused by name (comlrl has not ported that dispatch).
+ * MAGRPO family (magrpo, mareinforce, maremax, marloo) trains phase 2 with MAGRPO's update;
+ * `maac` and `iac` with CoLLM-CC's and CoLLM-DC's actor-critic update and the critic fields
+ * ({@link marlhfActorCriticConfig}).
  */
 import { z } from 'zod';
 import type { AdvantageMode } from '../magrpo/advantage.js';
@@ -28,12 +29,22 @@ export type RewardTruncation = (typeof REWARD_TRUNCATIONS)[number];
 
 /**
  * Phase 2's algorithm (CoMLRL's newest `rl_algorithm`): the MAGRPO family trains with MAGRPO's
- * update and the algorithm's `advantage_mode`; `maac` and `iac` (CoMLRL's actor-critic phase 2)
- * are named so that CoMLRL configs read, and refused: comlrl has not ported that dispatch yet.
+ * update and the algorithm's `advantage_mode`; `maac` with CoLLM-CC's update (one centralized
+ * critic), `iac` with CoLLM-DC's (a critic per agent, or a value head on each actor).
  */
 export const MARLHF_RL_ALGORITHMS = ['magrpo', 'mareinforce', 'maremax', 'marloo', 'maac', 'iac'] as const;
 /** See {@link MARLHF_RL_ALGORITHMS}. */
 export type MARLHFRLAlgorithm = (typeof MARLHF_RL_ALGORITHMS)[number];
+
+/** The actor-critic phase-2 algorithms. */
+export const MARLHF_ACTOR_CRITIC_ALGORITHMS = ['maac', 'iac'] as const;
+/** See {@link MARLHF_ACTOR_CRITIC_ALGORITHMS}. */
+export type MARLHFActorCriticAlgorithm = (typeof MARLHF_ACTOR_CRITIC_ALGORITHMS)[number];
+
+/** Whether `rl_algorithm` trains phase 2 with an actor-critic update (maac, iac). */
+export function isActorCriticAlgorithm(algorithm: MARLHFRLAlgorithm): algorithm is MARLHFActorCriticAlgorithm {
+  return (MARLHF_ACTOR_CRITIC_ALGORITHMS as readonly string[]).includes(algorithm);
+}
 
 /** The advantage mode each MAGRPO-family algorithm trains phase 2 with (CoMLRL sets it from `rl_algorithm`). */
 export const MARLHF_ADVANTAGE_MODES: Readonly<Partial<Record<MARLHFRLAlgorithm, AdvantageMode>>> = { magrpo: 'mean', mareinforce: 'raw', maremax: 'max', marloo: 'rloo' };
@@ -90,8 +101,11 @@ const schema = magrpoConfigSchema.safeExtend({
   /** Train only the scalar head (the LM body stays as loaded). */
   reward_freeze_backbone: boolField('reward_freeze_backbone').default(false),
 
-  // ---- CoMLRL's newest MARLHFConfig: the actor-critic phase 2's fields (maac / iac, refused for now) ----
-  /** The critics' LM (null: the agents' model). */
+  // ---- CoMLRL's newest MARLHFConfig: the actor-critic phase 2's fields (maac / iac) ----
+  /**
+   * The critics' LM: a local Hugging Face directory (CLI). Null: `model.critic_model`, else each
+   * agent's own model (CoMLRL's default critic).
+   */
   critic_model_name: z.string({ error: 'critic_model_name must be a directory path or null' }).min(1, { error: 'critic_model_name must not be empty' }).nullable().default(null),
   /** The critics' learning rate (null: agent_learning_rate). */
   critic_learning_rate: finiteNumber('critic_learning_rate', { min: 0, exclusiveMin: true }).nullable().default(null),
@@ -110,13 +124,6 @@ const schema = magrpoConfigSchema.safeExtend({
 }).superRefine((cfg, ctx) => {
   const pairs = pairSelectionIssue(cfg);
   if (pairs !== null) ctx.addIssue({ code: 'custom', path: ['preference_pairs_per_sample'], message: pairs });
-  if (cfg.rl_algorithm === 'maac' || cfg.rl_algorithm === 'iac') {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['rl_algorithm'],
-      message: `rl_algorithm '${cfg.rl_algorithm}' (CoMLRL's actor-critic phase 2) is not available in comlrl's MARLHF yet: use magrpo, mareinforce, maremax or marloo`,
-    });
-  }
   const mode = MARLHF_ADVANTAGE_MODES[cfg.rl_algorithm];
   if (mode !== undefined && cfg.advantage_mode !== 'mean' && cfg.advantage_mode !== mode) {
     ctx.addIssue({
