@@ -20,7 +20,7 @@ export interface PretrainBudget {
   readonly lr: number;
 }
 
-/** What the bench spends on each pretrained critic (stated in the README). */
+/** What the bench spends on each pretrained critic (stated in docs/paper-bench.md). */
 export const PRETRAIN_BUDGET: PretrainBudget = { steps: 600, batch: 16, lr: 3e-3 };
 
 /** The relay variants the pretraining text is drawn from. */

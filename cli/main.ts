@@ -16,6 +16,9 @@ import { demoCommand, DEMO_USAGE } from './commands/demo.js';
 import { evalCommand, EVAL_USAGE } from './commands/eval.js';
 import { tinyModelCommand, TINY_MODEL_USAGE } from './commands/tiny-model.js';
 import { trainCommand, TRAIN_USAGE } from './commands/train.js';
+// The built-in trainers register as this loads (cli/schemas.js imports them too).
+import '../trainers/builtin.js';
+import { trainerNames } from '../trainers/registry.js';
 
 export type { CommandContext } from './context.js';
 
@@ -26,17 +29,25 @@ const COMMANDS: Record<string, { run: (argv: readonly string[], ctx: CommandCont
   'tiny-model': { run: tinyModelCommand, usage: TINY_MODEL_USAGE, summary: 'write a tiny random Hugging Face checkpoint (qwen3, qwen2, llama)' },
 };
 
-/** The top-level help. */
-export const MAIN_USAGE = [
-  'usage: comlrl <command> [options]',
-  '',
-  'Multi-agent RL fine-tuning of LLMs (MAGRPO, CoLLM-DC, CoLLM-CC) in TypeScript.',
-  '',
-  'commands:',
-  ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(12)}${c.summary}`),
-  '',
-  'Run `comlrl <command> --help` for its options. Start with `comlrl demo`.',
-].join('\n');
+/**
+ * The top-level help. It names the trainers registered when it is asked for (the built-in ones and
+ * any a program registered before calling {@link main}).
+ */
+export function mainUsage(): string {
+  return [
+    'usage: comlrl <command> [options]',
+    '',
+    'Multi-agent RL fine-tuning of LLMs in TypeScript.',
+    '',
+    'commands:',
+    ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(12)}${c.summary}`),
+    '',
+    `trainers: ${trainerNames().join(', ')}`,
+    '  (a config selects one by its section; `comlrl demo --trainer NAME` runs one on a toy task)',
+    '',
+    'Run `comlrl <command> --help` for its options. Start with `comlrl demo`.',
+  ].join('\n');
+}
 
 const defaultContext: CommandContext = {
   out: (line) => process.stdout.write(`${line}\n`),
@@ -52,7 +63,7 @@ export async function main(argv: readonly string[], ctx: CommandContext = defaul
   if (command === undefined || command === '--help' || command === '-h' || command === 'help') {
     const target = command === 'help' ? rest[0] : undefined;
     if (target && COMMANDS[target]) ctx.out(COMMANDS[target].usage);
-    else ctx.out(MAIN_USAGE);
+    else ctx.out(mainUsage());
     return command === undefined ? 2 : 0;
   }
   if (command === '--version' || command === '-v') {
@@ -61,7 +72,7 @@ export async function main(argv: readonly string[], ctx: CommandContext = defaul
   }
   const cmd = COMMANDS[command];
   if (!cmd) {
-    ctx.err(`comlrl: unknown command '${command}'\n\n${MAIN_USAGE}`);
+    ctx.err(`comlrl: unknown command '${command}'\n\n${mainUsage()}`);
     return 2;
   }
   try {

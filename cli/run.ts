@@ -5,11 +5,12 @@
  *   config.yaml      the resolved config (`comlrl train --config` re-runs it)
  *   run.json         trainer, task, seed, backend, config hash, sessions
  *   metrics.jsonl    one line per logged step (CoMLRL names + perf/* and run/* extras)
- *   rewards.png/svg, losses.png/svg
+ *   rewards.png/svg, losses.png/svg, kl.png/svg (reference KL on), plots.html (every figure)
  *   eval.json        evaluation before and after training
  *   checkpoints/step-NNNNNN/   agents (HF format), critics and heads, trainer_state.json,
  *                    optimizer.safetensors, run_state.json, config.json, manifest.json
  *   final/           the trained agents (and critics) when output.save_final_model
+ *   run.lock         while a run is in progress: its pid and host (one run per directory)
  *
  * A checkpoint is written atomically (src/checkpoint). Resuming verifies it completely (sizes,
  * SHA-256, config identity, optimizer and trainer state) before anything in the run directory is
@@ -20,13 +21,15 @@ import * as path from 'node:path';
 import { checkpointName } from '../src/checkpoint/atomic.js';
 import { formatBytes, formatDuration, formatNumber } from '../src/logging/format.js';
 import { peakMemory } from '../src/logging/memory.js';
-import { writePlots } from '../src/logging/plots.js';
+import { PLOTS_PAGE } from '../src/logging/plots.js';
 import { displayPath } from './display-path.js';
 import type { RunConfig } from './schemas.js';
 import { testPause } from './test-pause.js';
 import { writeFinalModel } from '../trainers/core/checkpoint.js';
-import { mergedModels, type TrainerHandle } from './trainer.js';
+import { cursorStep, mergedModels, type TrainerHandle } from './trainer.js';
+import { claimRunDir } from './training/claim.js';
 import { alreadyComplete, buildRun, openRun, type PreparedRun } from './training/prepare.js';
+import { writeRunPlots } from './training/plots.js';
 import { RUN_FILES } from './training/run-dir.js';
 import { trainRun, type Trained } from './training/train.js';
 import type { RunOptions, RunResult } from './training/types.js';
@@ -43,22 +46,42 @@ export type { RunOptions, RunResult } from './training/types.js';
  * Runs (or resumes) training as the config says. Returns when training completes or stops early;
  * throws on errors (a refused resume throws before touching the run directory).
  *
- * Prepare (cli/training/prepare.ts): check the run directory, build the task and the trainer
- * (nothing written yet), return early if the run already finished, open the run directory. Train
- * (cli/training/train.ts): the trainer's loop with the run's callbacks (evaluation before and after,
- * progress, checkpoints, stopping, test pauses). Finish: final/, plots and the summary.
+ * Claim (cli/training/claim.ts): check the run directory and take its lock, so no other run
+ * writes there until this one ends. Prepare (cli/training/prepare.ts): build the task and the
+ * trainer (nothing written yet), return early if the run already finished, open the run
+ * directory. Train (cli/training/train.ts): the trainer's loop with the run's callbacks
+ * (evaluation before and after, progress, checkpoints, stopping, test pauses). Finish: final/,
+ * plots and the summary. A new run that fails before its first training item is done leaves
+ * nothing behind (the claim takes back what it created), so the same command runs again.
  */
 export async function runTraining(options: RunOptions): Promise<RunResult> {
-  const run = await buildRun(options);
+  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
+  const claim = await claimRunDir(options, log);
+  let progressed = false;
   try {
-    const done = await alreadyComplete(run);
-    if (done !== null) return done;
-    await openRun(run);
-    options.onRunDir?.(run.runDir);
-    const trained = await trainRun(run, options);
-    return await finishRun(run, trained, options.signal);
+    const run = await buildRun(options, claim.runDir, log);
+    try {
+      const done = await alreadyComplete(run);
+      if (done !== null) return done;
+      await openRun(run);
+      options.onRunDir?.(run.runDir);
+      const trained = await trainRun(run, options);
+      progressed = true;
+      return await finishRun(run, trained, options.signal);
+    } catch (err) {
+      progressed ||= cursorStep(run.trainer.cursor, run.trainer.itemsPerEpoch) > run.startStep;
+      throw err;
+    } finally {
+      await run.close();
+    }
+  } catch (err) {
+    if (claim.fresh && !progressed && (await claim.abandon())) {
+      const what = existsSync(claim.runDir) ? `what it wrote in ${displayPath(claim.runDir)} is` : `${displayPath(claim.runDir)} is`;
+      log(`[comlrl] the run failed before its first training item: ${what} removed, so the same command can run again`);
+    }
+    throw err;
   } finally {
-    await run.close();
+    claim.release();
   }
 }
 
@@ -68,7 +91,7 @@ async function finishRun(run: PreparedRun, trained: Trained, signal: AbortSignal
   const { step, completed, evals } = trained;
   const finalDir = completed && config.output.save_final_model ? await writeFinal(runDir, trainer, config, step, run.hash) : undefined;
   if (completed && signal?.aborted === true) log('[comlrl] the interrupt came after the last training item: the run finished and its results are written');
-  const plots = config.output.plots ? (await writePlots(runDir, metrics.rows(), { title: `${config.dataset.task} · ${config.trainer}` })).flatMap((p) => [p.png, p.svg]) : [];
+  const plots = config.output.plots ? (await writeRunPlots(runDir, metrics.rows(), config, run.task)).flatMap((p) => [p.png, p.svg]) : [];
   const sessionSeconds = (performance.now() - run.t0) / 1000;
   const mem = peakMemory();
   const result: RunResult = {
@@ -137,7 +160,7 @@ export function summaryLines(r: RunResult, metricsRows: number): string[] {
   }
   lines.push(`[comlrl] run directory: ${rel(r.runDir)}`);
   lines.push(`           metrics.jsonl (${metricsRows} lines), config.yaml, run.json${r.before || r.after ? ', eval.json' : ''}`);
-  if (r.plots.length > 0) lines.push(`           plots: ${r.plots.filter((p) => p.endsWith('.png')).map((p) => path.basename(p)).join(', ')} (+ SVG)`);
+  if (r.plots.length > 0) lines.push(`           plots: ${PLOTS_PAGE} (every figure), ${r.plots.filter((p) => p.endsWith('.png')).map((p) => path.basename(p)).join(', ')} (+ SVG)`);
   if (r.finalDir) lines.push(`           final models: ${rel(r.finalDir)}/agent_*`);
   if (r.checkpoints.length > 0) lines.push(`           checkpoints: ${r.checkpoints.map((c) => path.basename(c)).join(', ')}`);
   return lines;

@@ -33,6 +33,8 @@ export interface TaskSetup {
   close(): Promise<void>;
   /** The task's centralized adapter (CentralizedMAGRPO), when it has one. */
   readonly centralized?: CentralizedAdapter<unknown>;
+  /** The expected reward of each turn under uniform random play, where the task states it (the plots' random-play line). */
+  readonly randomPlayReward?: readonly number[];
 }
 
 /** Processor of the config: r·scale + shift when enabled, else identity. */

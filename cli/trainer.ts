@@ -13,8 +13,9 @@ import type { Agent, ChatFormat } from '../src/decpomdp/agent.js';
 import { loadCausalLM, type LoadCausalLMOptions } from '../src/model/load.js';
 import { loraSettings, type LoraSection } from '../src/model/lora/config.js';
 import type { CausalLM } from '../src/model/types.js';
-import { checkTokenizerFitsModel } from '../src/tokenizer/check.js';
+import { checkTokenizerFitsModel, tokenizerDifference } from '../src/tokenizer/check.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
+import type { Tokenizer } from '../src/tokenizer/types.js';
 import { createRng } from '../src/util/rng.js';
 import { cursorStep } from '../trainers/core/checkpoint.js';
 import type { EvalEpisode } from '../trainers/core/eval.js';
@@ -228,28 +229,48 @@ export async function loadAgents(
   return agents;
 }
 
+/** A reference model loaded from a folder, with that folder's tokenizer. */
+export interface LoadedReference {
+  readonly dir: string;
+  readonly model: CausalLM;
+  readonly tokenizer: Tokenizer;
+}
+
 /**
  * The frozen references of the reference KL (or of a trainer that always has one: MADPO), one per agent (null: none needed): `model.reference_model`,
  * else — under full fine-tuning — each agent's starting directory from the config, never a
  * checkpoint's, so a resumed run measures the KL to the same policy. One model per distinct
  * directory. LoRA agents without `model.reference_model` need none: their base with the adapter off.
  */
-export async function loadReferences(config: RunConfig, numAgents: number): Promise<(CausalLM | null)[]> {
+export async function loadReferences(config: RunConfig, numAgents: number): Promise<(LoadedReference | null)[]> {
   const needed = config.trainerConfig.reference_kl_enabled === true || findTrainerSection(config.trainer)?.usesReference === true;
   if (!needed) return Array.from({ length: numAgents }, () => null);
   const explicit = config.model.reference_model;
   if (explicit === undefined && config.model.lora) return Array.from({ length: numAgents }, () => null);
   const dirs = explicit !== undefined ? Array.from({ length: numAgents }, () => explicit) : agentDirsFromConfig(config, numAgents);
-  const loaded = new Map<string, CausalLM>();
+  const loaded = new Map<string, LoadedReference>();
   try {
     for (const dir of dirs) {
-      if (!loaded.has(dir)) loaded.set(dir, (await loadModelDir(dir, 'reference model', { memory: memorySettingsOf(config.memory) })).model);
+      if (!loaded.has(dir)) loaded.set(dir, { dir, ...(await loadModelDir(dir, 'reference model', { memory: memorySettingsOf(config.memory) })) });
     }
   } catch (err) {
-    for (const m of loaded.values()) m.dispose();
+    for (const m of loaded.values()) m.model.dispose();
     throw err;
   }
   return dirs.map((d) => loaded.get(d) ?? null);
+}
+
+/**
+ * Refuses a reference whose tokenizer is not agent `i`'s (it scores the agent's token ids: with
+ * another vocabulary the KL or DPO margin means nothing, or an id falls outside its embedding),
+ * naming both folders and the key to change.
+ */
+export function checkReferenceTokenizerOf(config: RunConfig, agent: Agent, agentDir: string, i: number, reference: LoadedReference): void {
+  const diff = tokenizerDifference(agent.tokenizer, reference.tokenizer);
+  if (diff === undefined) return;
+  const key = config.model.reference_model !== undefined ? `model.reference_model ${reference.dir}` : `the reference model ${reference.dir} (agent ${i}'s starting model)`;
+  const change = config.model.reference_model !== undefined ? 'set model.reference_model to a model with the agent\'s tokenizer, or leave it unset (each agent\'s starting weights are its reference)' : 'give the agents models with their starting model\'s tokenizer';
+  throw new Error(`${key} has another tokenizer than agent ${i} (${agentDir}): ${diff}; the reference scores the agent's token ids, so both must share one tokenizer: ${change}`);
 }
 
 /** Builds the trainer of `config` over `task` with weights from `sources`. */
@@ -273,10 +294,11 @@ export async function buildTrainer(
   try {
     agents.push(...(await loadAgents(config, sources.agents, counter, sources.agentAdapters)));
     const refs = await loadReferences(config, agents.length);
-    refs.forEach((reference, i) => {
-      if (reference === null) return;
-      references.add(reference);
-      agents[i] = { ...agents[i], reference };
+    for (const r of refs) if (r !== null) references.add(r.model);
+    refs.forEach((r, i) => {
+      if (r === null) return;
+      checkReferenceTokenizerOf(config, agents[i], sources.agents[i], i, r);
+      agents[i] = { ...agents[i], reference: r.model, referenceTokenizer: r.tokenizer };
     });
     for (let i = 0; i < sources.critics.length; i++) {
       const lora = loraOptions(criticLora(config), sources.criticAdapters?.[i], config.seed, `critic_${i}`);

@@ -2,7 +2,7 @@ import { createTinyModel, initBackend, loadAgent } from 'comlrl';
 import { MAGRPOTrainer } from 'comlrl/trainers';
 import { ToyCoordEnv, toyEvalTasks, toyTrainTasks, toyWords } from 'comlrl/envs';
 
-await initBackend(); // auto: tensorflow once `npm run setup:tensorflow` has run, else wasm
+await initBackend(); // auto: torch or tensorflow once set up (npm run setup:torch / setup:tensorflow), else wasm
 const out = process.env.COMLRL_README_OUT ?? 'runs/readme';
 for (const seed of [1, 2]) await createTinyModel({ dir: `${out}/agent${seed}`, arch: 'qwen3', seed, tokenizer: 'word', words: [...toyWords] });
 const agents = await Promise.all([1, 2].map((seed) => loadAgent(`${out}/agent${seed}`)));

@@ -41,7 +41,7 @@ describe('initBackend', () => {
     const lines: string[] = [];
     setBackendLogger((l) => lines.push(l));
     delete process.env.COMLRL_BACKEND;
-    // On a CPU both native backends may be set up; torch trains faster there (README benchmark).
+    // On a CPU both native backends may be set up; torch trains faster there (docs/benchmarks.md).
     const [expected, why] = torchInstalled()
       ? ['torch', tensorflowInstalled() ? 'torch trains faster than tensorflow on CPU' : 'torch is installed']
       : tensorflowInstalled()

@@ -139,9 +139,13 @@ test('kill -9 during the first checkpoint write: a rerun says how to proceed; --
   child.proc.kill('SIGKILL');
   await child.exit;
   expect(await stepCheckpoints(run)).toEqual([]);
+  // The killed run could not release its lock: the next run names it as stale and takes it over.
+  const lock = JSON.parse(await readFile(join(run, 'run.lock'), 'utf8')) as { pid: number };
+  expect(lock.pid).toBe(child.proc.pid);
 
   const rerun = await cli(['train', '--config', configFile, '--set', `output.dir=${run}`]);
   expect(rerun.code).toBe(1);
+  expect(rerun.err).toContain(`taking over the stale lock ${join(run, 'run.lock')} of pid ${child.proc.pid} on host`);
   expect(rerun.err).toContain(`already holds a run; --resume ${run} starts it again from step 0 (it has no checkpoint yet)`);
   const r = await cli(['train', '--resume', run]);
   expect(r.code, r.err).toBe(0);
@@ -184,6 +188,8 @@ test('a second Ctrl-C during the checkpoint write waits for it, says so, and lea
   expect(code, err).toBe(130);
   expect(err).toMatch(/interrupt again: a checkpoint is being written; quitting as soon as it is complete/);
   expect(err).toMatch(/checkpoint complete; quitting; continue with: comlrl train --resume \S*double$/m);
+  // process.exit on the second Ctrl-C still removed the run's lock.
+  expect(existsSync(join(run, 'run.lock'))).toBe(false);
   expect(await stepCheckpoints(run)).toEqual(['step-000005']);
   await verifyCheckpoint(join(run, 'checkpoints', 'step-000005'));
   const r = await cli(['train', '--resume', run]);

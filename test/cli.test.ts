@@ -124,14 +124,27 @@ describe('train from a YAML file, then eval', () => {
     expect(rows.some((r) => r.final_model_saved === 1)).toBe(true);
     // The x-axis is env_step (2 joint actions per item).
     expect(train.map((r) => r.step)).toEqual([2, 4, 6, 8, 10, 12]);
+    // `items`: the training items a row covers (the plots' x, the progress bar's unit). A train row
+    // logged inside item k counts it; an eval row (before its item trains) and the rows after an
+    // item count the items done: so every row here has env_step = 2 · items.
+    expect(train.map((r) => r.items)).toEqual([1, 2, 3, 4, 5, 6]);
+    const evals = rows.filter((r) => 'eval/turn_1/mean_reward' in r);
+    expect(evals.map((r) => r.items)).toEqual(evals.map((r) => r.step / 2));
+    expect(evals[0].items).toBe(0);
+    expect(evals[evals.length - 1].items).toBe(6);
+    for (const r of rows.slice(1)) expect(r.items, JSON.stringify(r)).toBe(r.step / 2);
   });
 
   test('plots, config, eval.json', async () => {
-    for (const f of ['rewards.png', 'rewards.svg', 'losses.png', 'losses.svg']) {
+    for (const f of ['rewards.png', 'rewards.svg', 'losses.png', 'losses.svg', 'plots.html']) {
       const bytes = await readFile(join(runDir, f));
       expect(bytes.length, f).toBeGreaterThan(1000);
       if (f.endsWith('.png')) expect(bytes.subarray(1, 4).toString('latin1')).toBe('PNG');
     }
+    // Training items on x (6 here), env steps on top; the toy task's random-play line (16/225).
+    const rewards = await readFile(join(runDir, 'rewards.svg'), 'utf8');
+    for (const label of ['training items', 'env steps', 'uniform random play: 0.0711']) expect(rewards, label).toContain(label);
+    expect(await readFile(join(runDir, 'plots.html'), 'utf8')).toContain('<title>toy-coord · magrpo</title>');
     const cfg = await readFile(join(runDir, 'config.yaml'), 'utf8');
     expect(cfg).toMatch(/num_generations: 2/);
     const evals = JSON.parse(await readFile(join(runDir, 'eval.json'), 'utf8')) as { before: { episodeReward: number }; after: { episodeReward: number } };
@@ -189,6 +202,30 @@ describe('train from a YAML file, then eval', () => {
   });
 });
 
+/** The rows of the demo's before/after table: per side, the two agents' texts and the reward. */
+function demoTable(out: string): { cue: string; before: { said: string[]; reward: number }; after: { said: string[]; reward: number } }[] {
+  expect(out).toMatch(/demo: what the agents wrote for 2 fixed prompts, greedy/);
+  const side = (text: string) => {
+    const m = /^("(?:[^"\\]|\\.)*")\s+("(?:[^"\\]|\\.)*")\s+(\S+)$/.exec(text.trim());
+    if (!m) throw new Error(`not a table side: ${text}`);
+    return { said: [JSON.parse(m[1]) as string, JSON.parse(m[2]) as string], reward: Number(m[3]) };
+  };
+  return out
+    .split('\n')
+    .map((line) => /^\s+cue (\w+)\s+│(.*)│(.*)$/.exec(line))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ cue: m[1], before: side(m[2]), after: side(m[3]) }));
+}
+
+/** The toy rule by hand: each agent's answer is its first word; 0.25 per answer of the cue, + 0.5 when both gave the same one. */
+function handToyScore(cue: string, a: string, b: string): number {
+  const answers: Record<string, string[]> = { red: ['apple', 'rose'], blue: ['sky', 'sea'] };
+  const first = (t: string) => t.split(/\s+/).find((w) => w !== '')?.toLowerCase();
+  const [wa, wb] = [first(a), first(b)];
+  const ok = (w: string | undefined) => w !== undefined && answers[cue].includes(w);
+  return (ok(wa) ? 0.25 : 0) + (ok(wb) ? 0.25 : 0) + (ok(wa) && wa === wb ? 0.5 : 0);
+}
+
 test('demo: a short run end to end with cached tiny checkpoints, reporting the margin', async () => {
   const cache = join(ws.root, 'cache');
   const out = join(ws.root, 'demo-run');
@@ -196,7 +233,12 @@ test('demo: a short run end to end with cached tiny checkpoints, reporting the m
   expect(r.code, r.err).toBe(0);
   expect(r.out).toMatch(/demo: evaluated reward [\d.e-]+ → [\d.e-]+ \(margin [+-][\d.e-]+; 1 = the agents always agree/);
   expect(r.out).toContain('demo: run directory');
-  for (const f of ['config.yaml', 'metrics.jsonl', 'rewards.png', 'losses.png', 'final/agent_1/model.safetensors', 'checkpoints/step-000002/manifest.json']) {
+  // What the agents wrote, before and after, for the first two eval cues; each reward is the toy
+  // rule applied to the printed answers (first words): 0.25 per answer of the cue, + 0.5 if equal.
+  const table = demoTable(r.out);
+  expect(table.map((row) => row.cue)).toEqual(['red', 'blue']);
+  for (const row of table) for (const side of [row.before, row.after]) expect(side.reward, JSON.stringify(row)).toBeCloseTo(handToyScore(row.cue, side.said[0], side.said[1]), 12);
+  for (const f of ['config.yaml', 'metrics.jsonl', 'plots.html', 'rewards.png', 'losses.png', 'final/agent_1/model.safetensors', 'checkpoints/step-000002/manifest.json']) {
     expect(existsSync(join(out, f)), f).toBe(true);
   }
   // The checkpoints are cached: a second demo reuses them (same files, untouched).
@@ -205,6 +247,8 @@ test('demo: a short run end to end with cached tiny checkpoints, reporting the m
   const again = await cli(['demo', '--trainer', 'collm-cc', '--steps', '2', '--out', join(ws.root, 'demo-cc'), '--cache', cache]);
   expect(again.code, again.err).toBe(0);
   expect(await readFile(marker, 'utf8')).toBe(before);
+  // Greedy on the same starting checkpoints: the "before" side is the same words for any trainer.
+  expect(demoTable(again.out).map((row) => row.before)).toEqual(table.map((row) => row.before));
   expect(existsSync(join(cache, 'demo', 'critic-a', 'model.safetensors'))).toBe(true);
 });
 

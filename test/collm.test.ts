@@ -70,7 +70,7 @@ describe('actor-critic configs', () => {
       update_epochs: 1,
       use_importance_ratio: true,
       ratio_clip_range: 0.2,
-      // The paper's choices (README "Differences"): m_t and the history for DC and CC alike,
+      // The paper's choices (docs/differences.md): m_t and the history for DC and CC alike,
       // targets from the current critic, Q against a baseline, value clip on every critic.
       use_global_info: true,
       critic_history: 'full',
@@ -527,7 +527,7 @@ describe('importance ratio over update epochs', () => {
   });
 });
 
-describe('the paper-aligned update (README "Differences" 5)', () => {
+describe('the paper-aligned update (docs/differences.md, item 5)', () => {
   const cfg3 = { ...fast, num_turns: 3, discount: 0.5, early_termination_threshold: null, critic_learning_rate: 0 } as const;
 
   it('targets from the current critic: each update epoch recomputes V(h), V(h′), y and δ (recompute_targets)', async () => {

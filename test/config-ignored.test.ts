@@ -1,6 +1,6 @@
 /**
  * A config value the run would silently ignore is an error naming it and the setting that makes it
- * moot (src/config/ignored.ts; README "Settings that would be ignored").
+ * moot (src/config/ignored.ts; docs/cli.md, "Config files").
  */
 import { describe, expect, test } from 'vitest';
 import { TRAINER_CONFIG_SCHEMAS } from '../cli/schemas.js';

@@ -1,5 +1,5 @@
 /**
- * The switches of README "Differences from CoMLRL" that test/collm.test.ts does not already check:
+ * The switches of docs/differences.md that test/collm.test.ts does not already check:
  * δ normalisation (`advantage_normalization`: z-scored per turn group, or the paper's raw δ), the
  * importance ratio moving within one update epoch, the Q baseline's group mean, and early
  * termination at evaluation in MAGRPO as in the actor-critic trainers (and `comlrl eval`, through

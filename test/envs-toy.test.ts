@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { runEpisode, scaleShift } from '../src/decpomdp/index.js';
 import { createRng } from '../src/util/rng.js';
+import { taskSpec as toySpec } from '../envs/toy/spec.js';
 import {
   ToyCoordEnv,
   toyAnswers,
@@ -87,5 +88,19 @@ describe('toy coordination task', () => {
       expect(ep.history.rewards).toEqual([-1, -1, 0]);
     }
     expect(env.globalInfo(env.initialState(toyEvalTasks[0])).maxReward).toBe(0);
+  });
+});
+
+describe('toy-coord task spec: the random-play reward the plots draw', () => {
+  const context = (numTurns: number, scale = 1, shift = 0) => ({ trainer: 'magrpo', dataset: { task: 'toy-coord' }, external: {}, options: undefined, reward: { scale, shift }, seed: 0, numTurns });
+
+  it('is 16/225 on the single turn, processed like the reward, and paid on the last turn only', async () => {
+    // Hand values: uniform play over the 15 words scores 16/225 a turn (the derivation above); the
+    // multi-turn variant pays the mean of its turns' scores on the last turn and 0 before it.
+    expect((await toySpec.setup(context(1))).randomPlayReward).toEqual([16 / 225]);
+    const scaled = (await toySpec.setup(context(1, 2, -1))).randomPlayReward ?? [];
+    expect(scaled[0]).toBeCloseTo(2 * (16 / 225) - 1, 15);
+    expect((await toySpec.setup(context(3))).randomPlayReward).toEqual([0, 0, 16 / 225]);
+    expect((await toySpec.setup(context(2, 1, 0.5))).randomPlayReward).toEqual([0.5, 16 / 225 + 0.5]);
   });
 });

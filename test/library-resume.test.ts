@@ -1,6 +1,6 @@
 /**
  * Checkpoints and exact resume from a script, through the library alone (no CLI): the compiled
- * examples/resume.ts (the README's example, built by `npm test`) trains MAGRPO with
+ * examples/resume.ts (docs/library.md's example, built by `npm test`) trains MAGRPO with
  * `checkpointEvery` / `checkpointWriter`; a real process of it is killed with SIGKILL after its
  * first checkpoint, run again (it resumes with `latestCheckpoint` / `resumeTrainer`), and must end
  * with final weights byte-identical to an uninterrupted run's. In this process: CoLLM-DC with a
@@ -67,8 +67,8 @@ function finalHashes(out: string): string[] {
   return [0, 1].map((i) => createHash('sha256').update(readFileSync(join(out, 'final', `agent_${i}`, 'model.safetensors'))).digest('hex'));
 }
 
-test("the README example is examples/resume.ts, with the package's entry points for its relative imports", () => {
-  const readme = readFileSync(join(ROOT, 'README.md'), 'utf8');
+test("docs/library.md's example is examples/resume.ts, with the package's entry points for its relative imports", () => {
+  const readme = readFileSync(join(ROOT, 'docs', 'library.md'), 'utf8');
   const example = readFileSync(join(ROOT, 'examples', 'resume.ts'), 'utf8')
     .trimEnd()
     .replace("'../src/index.js'", "'comlrl'")

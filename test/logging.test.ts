@@ -16,6 +16,11 @@ import {
   readMetrics,
   splitMetricKey,
   writePlots,
+  buildPlotSpec,
+  movingAverage,
+  panelsOf,
+  secondaryTicks,
+  PLOTS_PAGE,
   type MetricsRow,
   REWARD_METRIC_PATTERN,
 } from '../src/logging/index.js';
@@ -230,6 +235,81 @@ describe('plots', () => {
     expect(existsSync(join(only, 'rewards.png'))).toBe(false);
     expect(await writePlots(tempDir(), [{ step: 1 }])).toEqual([]);
     expect(statSync(lossOnly[0].png).size).toBeGreaterThan(1000);
+  });
+});
+
+describe('plots a person reads: items on x, smoothing, random-play line, distinct panels, KL', () => {
+  /** A single-turn run: 8 env steps per item, one train row per item, evals every 4 items, reference KL. */
+  const runRows = (items: number): MetricsRow[] => {
+    const rows: MetricsRow[] = [{ step: 0, 'run/trainer': 'magrpo' }];
+    for (let i = 1; i <= items; i++) {
+      if ((i - 1) % 4 === 0) rows.push({ step: (i - 1) * 8, 'eval/turn_1/mean_reward': i / items, 'eval/turn_1/mean_return': i / items, items: i - 1 });
+      const r = (i % 5) / 4;
+      rows.push({ step: i * 8, 'turn_1/reward_mean': r, 'turn_1/expected_return': r, 'agent_0/loss': 1 / i, 'agent_0/turn_1/kl/mean': i / 100, 'agent_1/turn_1/kl/mean': i / 50, items: i });
+    }
+    return rows;
+  };
+
+  it('names the KL metric after its turn and agent segments', () => {
+    expect(splitMetricKey('agent_0/turn_1/kl/mean')).toEqual({ panel: 'kl/mean', series: 'agent_0/turn_1', name: 'kl/mean' });
+    expect(splitMetricKey('agent_1/turn_2/kl/penalty_mean')).toEqual({ panel: 'kl/penalty_mean', series: 'agent_1/turn_2', name: 'kl/penalty_mean' });
+    expect(splitMetricKey('critic/value_loss')).toEqual({ panel: 'value_loss', series: 'critic', name: 'value_loss' });
+  });
+
+  it('a trailing moving average (hand values)', () => {
+    expect(movingAverage([1, 2, 3, 4, 5], 2)).toEqual([1, 1.5, 2.5, 3.5, 4.5]);
+    expect(movingAverage([3, 0, 6, 3], 3)).toEqual([3, 1.5, 3, 3]);
+    expect(movingAverage([2, 4], 1)).toEqual([2, 4]);
+    expect(() => movingAverage([1], 0)).toThrow(/window/);
+  });
+
+  it('panels holding the same numbers merge into one; differing ones stay apart', () => {
+    const same = collectPoints(runRows(8), REWARD_METRIC_PATTERN, 'items');
+    expect(panelsOf(same).map((p) => p.names)).toEqual([['expected_return', 'reward_mean'], ['eval/mean_return', 'eval/mean_reward']]);
+    const differ = collectPoints([{ step: 1, items: 1, 'turn_1/reward_mean': 0.5, 'turn_1/expected_return': 0.9 }], REWARD_METRIC_PATTERN, 'items');
+    expect(panelsOf(differ).map((p) => p.names)).toEqual([['expected_return'], ['reward_mean']]);
+  });
+
+  it('env steps on the top axis: round env-step values at the items where the run reached them', () => {
+    // 8 env steps per item up to 320 items (2,560 env steps): ticks every 1,000 env steps, at 1000 / 8 = 125 items apart.
+    expect(secondaryTicks(runRows(320), 'items', 'step', 320)).toEqual({ values: [0, 125, 250], labels: ['0', '1,000', '2,000'] });
+    // As many env steps as items: no second axis.
+    expect(secondaryTicks([{ step: 1, items: 1 }, { step: 2, items: 2 }], 'items', 'step', 2)).toBeNull();
+  });
+
+  it('the x-axis is training items (0 to the last item), not env steps; the reward panels carry the random-play line, the losses none', () => {
+    const rows = runRows(320);
+    const spec = buildPlotSpec(collectPoints(rows, REWARD_METRIC_PATTERN, 'items'), { figureTitle: 'rewards', xKey: 'items', randomPlay: { perTurn: [16 / 225], label: 'uniform random play' } });
+    const text = JSON.stringify(spec);
+    expect(text).toContain('"title":"training items"');
+    expect(text).toContain('"domain":[0,320]');
+    expect(text).toContain('uniform random play: 0.0711');
+    const losses = JSON.stringify(buildPlotSpec(collectPoints(rows, /loss/i, 'items'), { figureTitle: 'losses', xKey: 'items', randomPlay: { perTurn: [16 / 225], label: 'uniform random play' } }));
+    expect(losses).not.toContain('uniform random play');
+    // Without items the axis is the env step, as a library user logs it.
+    expect(JSON.stringify(buildPlotSpec([{ x: 1, value: 1, series: 'loss', panel: 'loss' }], { figureTitle: 'l' }))).toContain('"title":"env steps"');
+  });
+
+  it('writePlots: items by default, smoothing named, one panel per distinct metric, a KL figure and plots.html with every figure', async () => {
+    const dir = tempDir();
+    const files = await writePlots(dir, runRows(320), { title: 'toy <run>', randomPlay: { perTurn: [16 / 225], label: 'uniform random play' } });
+    expect(files.map((f) => f.name)).toEqual(['rewards', 'losses', 'kl']);
+    const rewards = readFileSync(join(dir, 'rewards.svg'), 'utf8');
+    for (const label of ['training items', 'env steps', '2,000', 'expected_return = reward_mean', 'eval/mean_return = eval/mean_reward', 'line: mean of the last 16 points', 'uniform random play: 0.0711']) expect(rewards, label).toContain(label);
+    // Merged: no panel of its own titled reward_mean (nor eval/mean_reward).
+    expect(rewards).not.toMatch(/>reward_mean<\/text>/);
+    expect(rewards).not.toMatch(/>eval\/mean_reward<\/text>/);
+    expect(rewards).toMatch(/>expected_return = reward_mean<\/text>/);
+    const kl = readFileSync(join(dir, 'kl.svg'), 'utf8');
+    for (const label of ['kl/mean', 'agent_0/turn_1', 'agent_1/turn_1']) expect(kl, label).toContain(label);
+    const page = readFileSync(join(dir, PLOTS_PAGE), 'utf8');
+    expect(page.match(/<svg /g)).toHaveLength(3);
+    expect(page).toContain('<title>toy &lt;run&gt;</title>');
+    expect(page).toContain('x-axis: training items (top axis: env steps)');
+    // No reference KL logged: no KL figure.
+    const plain = tempDir();
+    expect((await writePlots(plain, [{ step: 1, items: 1, loss: 0.3 }])).map((f) => f.name)).toEqual(['losses']);
+    expect(existsSync(join(plain, 'kl.svg'))).toBe(false);
   });
 });
 

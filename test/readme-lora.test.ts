@@ -1,7 +1,8 @@
 /**
- * The README's LoRA config, run as written (the model path and run directory pointed at temp
- * dirs): agents and critic train adapters on one base, and the final save holds PEFT adapters,
- * the critic's value head and the merged models.
+ * docs/lora.md's LoRA config (examples/lora.yaml: test/docs.test.ts keeps the page's block equal to
+ * it), run as written (the model path and run directory pointed at temp dirs): agents and critic
+ * train adapters on one base, and the final save holds PEFT adapters, the critic's value head and
+ * the merged models.
  */
 import { existsSync, readFileSync } from 'node:fs';
 import { writeFile } from 'node:fs/promises';
@@ -14,15 +15,10 @@ import { createTinyModel } from '../src/model/tiny.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { cli, tempDir } from './cli-helpers.js';
 
-const README = resolve(import.meta.dirname, '..', 'README.md');
+const LORA_YAML = resolve(import.meta.dirname, '..', 'examples', 'lora.yaml');
 
 function loraYaml(): string {
-  const text = readFileSync(README, 'utf8');
-  const at = text.indexOf('## LoRA');
-  expect(at, 'README has a LoRA section').toBeGreaterThan(0);
-  const m = /```yaml\n([\s\S]*?)```/.exec(text.slice(at));
-  expect(m, 'the LoRA section has a yaml block').not.toBeNull();
-  return m![1];
+  return readFileSync(LORA_YAML, 'utf8');
 }
 
 let root: string;
@@ -35,7 +31,7 @@ beforeAll(async () => {
 });
 afterAll(async () => cleanup());
 
-describe('README LoRA example', () => {
+describe('docs/lora.md LoRA example (examples/lora.yaml)', () => {
   it('trains, saves PEFT adapters for agents and critic, and merged models that load', async () => {
     const yaml = loraYaml();
     expect(yaml).toContain('/tmp/tiny');

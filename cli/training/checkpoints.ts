@@ -9,12 +9,13 @@ import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { checkpointName } from '../../src/checkpoint/atomic.js';
 import { runConfigToDocument } from '../../src/config/schema.js';
-import { writePlots } from '../../src/logging/plots.js';
 import { pruneCheckpoints, writeCheckpoint } from '../../trainers/core/checkpoint.js';
 import type { RunConfig } from '../schemas.js';
+import type { TaskSetup } from '../tasks.js';
 import { testPause } from '../test-pause.js';
 import type { TokenCounter, TrainerHandle } from '../trainer.js';
 import type { RunMetrics } from './metrics.js';
+import { writeRunPlots } from './plots.js';
 import { configWithRecordedPaths, type ModelRecord } from './models.js';
 
 /** Extra file of each checkpoint: where the run was when it was written. */
@@ -36,6 +37,8 @@ export class Checkpointer {
       readonly runDir: string;
       readonly checkpointsDir: string;
       readonly config: RunConfig;
+      /** For the plots' random-play line. */
+      readonly task: Pick<TaskSetup, 'randomPlayReward'>;
       readonly hash: string;
       /** The run's models (see ./models.ts), recorded in each checkpoint's run_state.json. */
       readonly models: ModelRecord;
@@ -75,7 +78,7 @@ export class Checkpointer {
     if (limit !== null) await pruneCheckpoints(this.o.checkpointsDir, limit);
     if (config.output.plots && performance.now() - this.lastPlot > PLOT_INTERVAL_MS) {
       this.lastPlot = performance.now();
-      await writePlots(this.o.runDir, metrics.rows(), { title: `${config.dataset.task} · ${config.trainer}` }).catch(() => []);
+      await writeRunPlots(this.o.runDir, metrics.rows(), config, this.o.task).catch(() => []);
     }
   }
 }

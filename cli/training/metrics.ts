@@ -1,13 +1,14 @@
 /**
  * The run's metrics: the trainer's sink, which writes what it logs to metrics.jsonl with perf/*
- * columns (tokens/s, memory) added to train rows, hands each written row to the run's other logs
+ * columns (tokens/s, memory) added to train rows and an `items` column (training items the row
+ * covers: the plots' x-axis, the progress bar's unit), hands each written row to the run's other logs
  * (TensorBoard) and can be muted (a checkpoint's own save logs nothing); and a callback that keeps
  * the recent train rewards and the last eval reward for the progress bar.
  */
 import { formatSummary } from '../../src/logging/format.js';
 import { peakMemory, sampleMemory } from '../../src/logging/memory.js';
 import type { MetricsLogger, MetricsRow, MetricValue } from '../../src/logging/metrics.js';
-import type { LogEvent, TrainerCallback } from '../../trainers/core/callbacks.js';
+import type { ItemEvent, LogEvent, TrainEvent, TrainerCallback } from '../../trainers/core/callbacks.js';
 import type { MetricRecord, MetricsSink } from '../../trainers/core/metrics.js';
 import type { TokenCounter } from '../trainer.js';
 
@@ -37,14 +38,25 @@ export function evalRowReward(row: Readonly<Record<string, MetricValue>>): numbe
   return seen ? sum : undefined;
 }
 
-/** The trainer's {@link MetricsSink} during a run (see the module comment). */
-export class RunMetrics implements MetricsSink {
+/** Column of every logged row: the training items it covers (see {@link RunMetrics}). */
+export const ITEMS_COLUMN = 'items';
+
+/**
+ * The trainer's {@link MetricsSink} during a run (see the module comment). It is also a callback
+ * (first in the run's list, so it knows where the loop is before anything logs): a train row logged
+ * inside an item covers that item too (done + 1); an eval row, logged before the item trains, and
+ * the rows after an item (epoch summaries, the eval after training) cover the items done.
+ */
+export class RunMetrics implements MetricsSink, TrainerCallback {
   private logger: MetricsLogger | null = null;
   /** Where each row goes once metrics.jsonl has it. */
   private readonly mirrors: ((row: MetricsRow) => void)[] = [];
   private muted = false;
   private lastRowTime = performance.now();
   private lastRowTokens = 0;
+  /** Training items done, and whether an item is being trained (null before the run opens). */
+  private itemsDone: number | null = null;
+  private inItem = false;
 
   constructor(
     private readonly counter: TokenCounter,
@@ -53,9 +65,25 @@ export class RunMetrics implements MetricsSink {
   ) {}
 
   /** Starts writing to `logger`; `tokensBefore` is the token count a resumed run starts from. */
-  open(logger: MetricsLogger, tokensBefore: number): void {
+  open(logger: MetricsLogger, tokensBefore: number, itemsBefore: number): void {
     this.logger = logger;
     this.lastRowTokens = tokensBefore;
+    this.itemsDone = itemsBefore;
+  }
+
+  onTrainBegin({ step }: TrainEvent): void {
+    this.itemsDone = step;
+    this.inItem = false;
+  }
+
+  onItemBegin({ step }: ItemEvent): void {
+    this.itemsDone = step;
+    this.inItem = true;
+  }
+
+  onItemEnd({ step }: ItemEvent): void {
+    this.itemsDone = step;
+    this.inItem = false;
   }
 
   /**
@@ -89,7 +117,9 @@ export class RunMetrics implements MetricsSink {
   log(step: number, metrics: MetricRecord): void {
     if (this.muted || !this.logger) return;
     const row: Record<string, MetricValue> = { ...metrics };
-    if (!isEvalRow(metrics)) {
+    const evalRow = isEvalRow(metrics);
+    if (this.itemsDone !== null) row[ITEMS_COLUMN] = this.itemsDone + (this.inItem && !evalRow ? 1 : 0);
+    if (!evalRow) {
       const now = performance.now();
       const dt = (now - this.lastRowTime) / 1000;
       const mem = peakMemory();

@@ -1,15 +1,15 @@
 /**
- * The first part of a training run: check the run directory, build the task and the trainer (from
- * the config's models or a checkpoint) before anything is written, say whether a resumed run has
- * nothing left to do, then open the run directory (config.yaml, run.json, metrics.jsonl and its
- * run/* header row).
+ * The first part of a training run, in a claimed run directory (./claim.ts): build the task and
+ * the trainer (from the config's models or a checkpoint) and check the prompts against the
+ * agents' context before anything is written, say whether a resumed run has nothing left to do,
+ * then open the run directory (config.yaml, run.json, metrics.jsonl and its run/* header row).
  */
 import { existsSync } from 'node:fs';
 import * as fs from 'node:fs/promises';
 import * as path from 'node:path';
 import { stringify as yamlStringify } from 'yaml';
 import { initBackend, type BackendName } from '../../src/backend/init.js';
-import { CheckpointError, cleanInterruptedWrites, listCheckpoints, writeFileAtomically } from '../../src/checkpoint/atomic.js';
+import { CheckpointError, cleanInterruptedWrites, writeFileAtomically } from '../../src/checkpoint/atomic.js';
 import { restoreTrainerState } from '../../trainers/core/checkpoint.js';
 import { agentSampling } from '../../trainers/core/generation.js';
 import { generationSettingsOf } from '../../trainers/core/trainer.js';
@@ -19,15 +19,15 @@ import { peakMemory } from '../../src/logging/memory.js';
 import { MetricsLogger, readMetrics } from '../../src/logging/metrics.js';
 import { TensorBoardWriter } from '../../src/logging/tensorboard.js';
 import { displayPath } from '../display-path.js';
-import { outputDirProblem } from '../paths.js';
 import type { RunConfig } from '../schemas.js';
 import { setupTask, splitOf, splitOverlapWarning, type TaskSetup } from '../tasks.js';
 import { buildTrainer, cursorStep, numAgentsOf, sourcesFromCheckpoint, sourcesFromConfig, TokenCounter, type TrainerHandle } from '../trainer.js';
 import { readRunJson } from './evaluation.js';
 import { RunMetrics } from './metrics.js';
 import { recordModels, type ModelRecord } from './models.js';
+import { checkPromptsFit } from './prompt-fit.js';
 import { finishedRun, type ResumePoint } from './resume.js';
-import { defaultRunDir, isNonEmptyRun, RUN_CONFIG_HEADER, RUN_FILES, runConfigHash, runDirConfigFile } from './run-dir.js';
+import { RUN_CONFIG_HEADER, RUN_FILES, runConfigHash, runDirConfigFile } from './run-dir.js';
 import type { RunOptions, RunResult } from './types.js';
 
 /** A run with its task and trainer built (see {@link buildRun}). */
@@ -59,17 +59,15 @@ export interface PreparedRun {
 }
 
 /**
- * Checks the run directory, initialises the backend and builds the task and the trainer (a
- * resumed one with its saved state), writing nothing. Throws on a refused directory or resume.
+ * Initialises the backend and builds the task and the trainer (a resumed one with its saved
+ * state) for the run directory `runDir` (claimed: ./claim.ts), writing nothing. Throws on a
+ * refused resume.
  */
-export async function buildRun(options: RunOptions): Promise<PreparedRun> {
+export async function buildRun(options: RunOptions, runDir: string, log: (line: string) => void): Promise<PreparedRun> {
   const { config } = options;
-  const log = options.log ?? ((line: string) => process.stderr.write(`${line}\n`));
   const t0 = performance.now();
   const resume = options.resume;
   const restart = options.restartIn !== undefined && !resume;
-  const runDir = resume ? resume.runDir : options.restartIn !== undefined ? path.resolve(options.restartIn) : defaultRunDir(config);
-  await checkRunDir(runDir, config, { resume: resume !== undefined, restart, outOption: options.outOption ?? 'output.dir', log });
   // A resume keeps the hash of the model paths the run started with (the models may have moved).
   const hash = resume ? resume.configHash : runConfigHash(config);
   const backend = await initBackend(config.backend);
@@ -93,6 +91,8 @@ export async function buildRun(options: RunOptions): Promise<PreparedRun> {
     await task.close();
   };
   try {
+    // Prompts beyond an agent's context are refused now, naming the row, before anything is written.
+    checkPromptsFit(config, task, trainer.agents, evaluates(config));
     const totalSteps = trainer.itemsPerEpoch * trainer.epochs;
     const startStep = cursorStep(trainer.cursor, trainer.itemsPerEpoch);
     if (resume && startStep !== resume.step) {
@@ -135,7 +135,7 @@ export async function openRun(run: PreparedRun): Promise<void> {
   const { config, runDir, resume, hash, backend, trainer, metrics, totalSteps, startStep: step, log } = run;
   await prepareRunDir(runDir, config, { resume, restart: run.restart, hash, backend, step, totalSteps, log });
   run.counter.total = run.tokensBefore;
-  metrics.open(await openMetricsLog(runDir, resume), run.tokensBefore);
+  metrics.open(await openMetricsLog(runDir, resume), run.tokensBefore, step);
   if (config.logging.tensorboard) {
     // The event file is made to hold what metrics.jsonl now holds, then follows it row by row.
     const tb = TensorBoardWriter.open(path.join(runDir, RUN_FILES.tensorboard), { rows: metrics.rows() });
@@ -164,36 +164,9 @@ export async function openRun(run: PreparedRun): Promise<void> {
   log(`[comlrl] run directory: ${runDir}`);
 }
 
-/**
- * Refuses a run directory the run must not write into (a file, another run, a user's config.yaml)
- * before anything is built; warns when `output.dir` is ignored by a resume.
- */
-async function checkRunDir(
-  runDir: string,
-  config: RunConfig,
-  o: { resume: boolean; restart: boolean; outOption: string; log: (line: string) => void },
-): Promise<void> {
-  const { outOption } = o;
-  const choose = outOption === 'output.dir' ? 'set output.dir to a new directory' : `choose another ${outOption} DIR`;
-  const dirProblem = outputDirProblem(runDir, outOption);
-  if (dirProblem !== undefined) throw new Error(dirProblem);
-  if (!o.resume && !o.restart && (await isNonEmptyRun(runDir))) {
-    const none = (await listCheckpoints(path.join(runDir, RUN_FILES.checkpoints))).length === 0;
-    const how = none ? `--resume ${runDir} starts it again from step 0 (it has no checkpoint yet)` : `continue it with --resume ${runDir}`;
-    throw new Error(
-      outOption === 'output.dir'
-        ? `output directory ${runDir} already holds a run; ${how}, or set output.dir to a new directory`
-        : `output directory ${runDir} already holds a run; ${choose}`,
-    );
-  }
-  if (o.resume && config.output.dir != null && path.resolve(config.output.dir) !== runDir) {
-    o.log(`[comlrl] warning: output.dir ${config.output.dir} is ignored when resuming; the run continues in ${runDir}`);
-  }
-  const configPath = runDirConfigFile(runDir);
-  if (!o.resume && !o.restart && existsSync(configPath)) {
-    // Probably the user's own config file: the resolved config would replace it (comments and all).
-    throw new Error(`output directory ${runDir} already contains ${RUN_FILES.config} (${configPath}), which this run would overwrite with its resolved config; ${choose}, or move that file elsewhere`);
-  }
+/** Whether the run's config asks for evaluations (before and after training, or every `eval_interval` items). */
+function evaluates(config: RunConfig): boolean {
+  return config.trainerConfig.eval_num_samples > 0 && (config.output.eval_before_after || config.trainerConfig.eval_interval > 0);
 }
 
 /** The run's task, with its splits checked: no train rows is an error, no eval rows a warning. */
@@ -204,7 +177,7 @@ async function setupRunTask(config: RunConfig, log: (line: string) => void): Pro
     const s = splitOf(config, 'train');
     throw new Error(`${s.key} '${s.spec}' selects no rows from ${s.from}`);
   }
-  const evalConfigured = config.trainerConfig.eval_num_samples > 0 && (config.output.eval_before_after || config.trainerConfig.eval_interval > 0);
+  const evalConfigured = evaluates(config);
   if (evalConfigured && task.evalTasks.length === 0) {
     const s = splitOf(config, 'eval');
     log(`[comlrl] warning: ${s.key} '${s.spec}' selects no rows from ${s.from}; training runs without evaluation`);

@@ -28,6 +28,11 @@ export interface ResumePoint {
   readonly configHash: string;
   /** The run's models, checked against the ones at this config's paths: what new checkpoints record. */
   readonly models: ModelRecord;
+  /**
+   * The run's newest checkpoint when this point was resolved: the run refuses to start when
+   * another run has gone past it since (see cli/training/claim.ts). Absent: not checked.
+   */
+  readonly newestCheckpoint?: string;
 }
 
 /** `--resume` of a run directory that holds no checkpoint yet (the run stopped before its first one). */
@@ -59,9 +64,11 @@ export async function resolveResume(dir: string, config: RunConfig): Promise<Res
   if (!existsSync(abs)) throw new CheckpointError('resume directory not found', abs);
   let checkpoint: string;
   let runDir: string;
+  let newestCheckpoint: string | undefined;
   if (existsSync(path.join(abs, MANIFEST_FILE)) || /^step-\d+$/.test(path.basename(abs))) {
     checkpoint = abs;
     runDir = path.dirname(path.dirname(abs));
+    [newestCheckpoint] = await listCheckpoints(path.join(runDir, RUN_FILES.checkpoints));
   } else {
     const found = await listCheckpoints(path.join(abs, RUN_FILES.checkpoints));
     if (found.length === 0) {
@@ -69,6 +76,7 @@ export async function resolveResume(dir: string, config: RunConfig): Promise<Res
       throw new CheckpointError(`not a run directory: no ${RUN_FILES.config}, ${RUN_FILES.run}, ${RUN_FILES.metrics} or ${RUN_FILES.checkpoints}/ there`, abs);
     }
     checkpoint = found[0];
+    newestCheckpoint = found[0];
     runDir = abs;
   }
   if (!existsSync(checkpoint)) throw new CheckpointError('checkpoint directory not found', checkpoint);
@@ -130,6 +138,7 @@ export async function resolveResume(dir: string, config: RunConfig): Promise<Res
     tokens: typeof rs.tokens === 'number' ? rs.tokens : 0,
     configHash: hash,
     models,
+    ...(newestCheckpoint !== undefined ? { newestCheckpoint } : {}),
   };
 }
 

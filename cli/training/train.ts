@@ -1,7 +1,7 @@
 /**
  * The middle of a training run: the trainer's loop with the run's callbacks, one job each. In list
  * order (train end goes the other way, so the bar is closed before the eval after training), after
- * one that notes how training ended:
+ * the metrics' item counter and one that notes how training ended:
  *   test pauses        `item-end` for the crash tests, before anything decides on the item
  *   evaluation         eval before (train begin) and after (train end) training, eval.json
  *   stop               `--stop-after` and Ctrl-C / SIGTERM
@@ -46,11 +46,13 @@ export async function trainRun(run: PreparedRun, options: Pick<RunOptions, 'stop
 
   const stats = new RewardStats();
   const checkpointer = new Checkpointer(
-    { runDir, checkpointsDir: path.join(runDir, RUN_FILES.checkpoints), config, hash: run.hash, models: run.models, trainer, metrics: run.metrics, counter: run.counter, elapsedSeconds: () => run.elapsedBefore + (performance.now() - run.t0) / 1000 },
+    { runDir, checkpointsDir: path.join(runDir, RUN_FILES.checkpoints), config, task: run.task, hash: run.hash, models: run.models, trainer, metrics: run.metrics, counter: run.counter, elapsedSeconds: () => run.elapsedBefore + (performance.now() - run.t0) / 1000 },
     resume ? run.startStep : -1,
   );
   const end: { reason?: TrainEndReason } = {};
   const callbacks: TrainerCallback[] = [
+    // First: where the loop is, for the rows logged during the events below.
+    run.metrics,
     {
       onTrainEnd: ({ reason }) => {
         end.reason = reason;

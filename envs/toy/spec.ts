@@ -6,7 +6,7 @@ import { episodeReward, lastRawReward, sliceItems } from '../../src/tasks/metric
 import { mean } from '../../src/util/stats.js';
 import { toyCentralizedAdapter } from './centralized.js';
 import { ToyCoordEnv } from './env.js';
-import { toyTasks, toyTrainTasks, type ToyTask } from './task.js';
+import { toyRandomBaseline, toyTasks, toyTrainTasks, type ToyTask } from './task.js';
 
 /** The `toy-coord` task. */
 export const taskSpec = defineTask({
@@ -24,6 +24,9 @@ export const taskSpec = defineTask({
       numTurns: ctx.numTurns,
       ...(scale !== 1 || shift !== 0 ? { rewardProcessor: (r: number) => r * scale + shift } : {}),
     });
+    // Sparse: only the last turn pays (the mean of the turns' scores, each 16/225 in expectation);
+    // the processor is affine, so it maps the expectation.
+    const randomPlayReward = Array.from({ length: ctx.numTurns }, (_, k) => (k === ctx.numTurns - 1 ? toyRandomBaseline : 0) * scale + shift);
     return {
       env,
       trainTasks: sliceItems<ToyTask>(toyTrainTasks, ctx.dataset.train_split, 'dataset.train_split'),
@@ -39,6 +42,7 @@ export const taskSpec = defineTask({
       },
       close: async () => {},
       centralized: toyCentralizedAdapter,
+      randomPlayReward,
     };
   },
 });

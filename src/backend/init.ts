@@ -89,7 +89,7 @@ async function registerBackend(name: BackendName): Promise<string> {
 /**
  * What `auto` picks, and why: torch on a CUDA GPU when it is set up with one; on CPU torch when set
  * up, then tensorflow; else wasm. torch trains faster than tensorflow on CPU at both sizes the bench
- * measures (README, torch backend; same day, same machine): the 4 M bench model's forward+backward
+ * measures (docs/benchmarks.md; same day, same machine): the 4 M bench model's forward+backward
  * 206 ms against 451, and a 1.7 B LoRA CoopHE CoLLM-CC item 623 s against 755.
  */
 export function autoBackend(): { name: BackendName; why: string } {

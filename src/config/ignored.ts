@@ -1,7 +1,7 @@
 /**
  * Settings a run would silently ignore, given the rest of its config: each one is an error naming
- * the key and the setting that makes it moot (README "Config file": "Settings that would be
- * ignored"), so a config never says one thing while the run does another.
+ * the key and the setting that makes it moot (docs/cli.md, "Config files"), so a config never says
+ * one thing while the run does another.
  */
 import type { TrainerSectionFields, TrainerSectionSpec } from './trainers.js';
 

@@ -224,15 +224,23 @@ const topSchema = z.strictObject({
   reward_processor: rewardProcessorSchema.optional(),
   task: taskOptionsSchema.optional(),
   output: outputSchema.optional(),
-  /** Where the metrics go besides metrics.jsonl (see README "Logging"). */
+  /** Where the metrics go besides metrics.jsonl (docs/logging.md). */
   logging: loggingSchema.optional(),
-  /** How training and generation bound their memory (see README "Memory"). */
+  /** How training and generation bound their memory (docs/memory.md). */
   memory: memorySchema.optional(),
   /** The run seed: the trainer's random streams (and HouseBuild's spider draw unless task.rpg_seed). */
   seed: int('seed', 0).optional(),
-  /** Tensor backend (else COMLRL_BACKEND, else auto: tensorflow when installed, else wasm). */
+  /** Tensor backend (else COMLRL_BACKEND, else auto: torch, then tensorflow, when set up, else wasm). */
   backend: z.enum(BACKEND_CHOICES as [BackendChoice, ...BackendChoice[]], { error: `backend must be one of ${BACKEND_CHOICES.join(', ')}` }).optional(),
 });
+
+/**
+ * The run config's schema without its trainer sections (those come from the trainer registry) and
+ * with `task:` unchecked (each task's spec checks it): for tooling such as
+ * scripts/gen-config-docs.mjs, which writes docs/configs.md from it. Parse configs with
+ * {@link parseRunConfig}.
+ */
+export const RUN_CONFIG_BASE_SCHEMA = topSchema;
 
 /** The model section after validation. */
 export type ModelSection = z.output<typeof modelSchema>;

@@ -83,7 +83,7 @@ export const REFERENCE_KL_DEFAULTS = {
  */
 export const LATER_TRAINER_FIELD_DEFAULTS: Readonly<Record<string, unknown>> = {
   ...REFERENCE_KL_DEFAULTS,
-  // Learning-rate schedules (README "Learning-rate schedules"): the default is no schedule.
+  // Learning-rate schedules (docs/lr-schedules.md): the default is no schedule.
   lr_scheduler_type: 'constant',
   warmup_steps: 0,
   warmup_ratio: 0,

@@ -21,7 +21,8 @@ export class DatasetError extends Error {
   }
 }
 
-function describeLocation(loc: DatasetErrorLocation): string {
+/** A location in words: `file, split 'x', row N, field 'f'` (the parts known). */
+export function describeLocation(loc: DatasetErrorLocation): string {
   const parts = [loc.file];
   if (loc.split !== undefined) parts.push(`split '${loc.split}'`);
   if (loc.row !== undefined) parts.push(`row ${loc.row}`);

@@ -5,3 +5,4 @@ export * from './read.js';
 export * from './schemas.js';
 export * from './load.js';
 export * from './tasks.js';
+export { describeItem, rowOriginOf } from './row-origin.js';

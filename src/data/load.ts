@@ -1,5 +1,6 @@
 import type { z } from 'zod';
 import { DatasetError } from './errors.js';
+import { recordRowOrigin } from './row-origin.js';
 import { readRawTable, type DatasetFormat, type RawTable } from './read.js';
 import { parseSplitSpec, sliceWithIndex } from './split.js';
 
@@ -24,7 +25,13 @@ export interface LoadRowsOptions<T> {
 export async function loadRows<T>(path: string, options: LoadRowsOptions<T>): Promise<T[]> {
   const table = await readRawTable(path, options.format);
   const selected = selectSplit(table, options.split);
-  return selected.map(({ split, index, row }) => validateRow(options.schema, row, { file: table.file, split, row: index + 1 }));
+  return selected.map(({ split, index, row }) => {
+    const where = { file: table.file, ...(split !== undefined ? { split } : {}), row: index + 1 };
+    const valid = validateRow(options.schema, row, where);
+    // Kept so that a later problem with the row (a prompt beyond the context) can name it.
+    recordRowOrigin(valid, where);
+    return valid;
+  });
 }
 
 interface SelectedRow {

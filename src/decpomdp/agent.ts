@@ -20,9 +20,17 @@ export interface Agent {
   /** Render observations through the tokenizer's chat template (false: raw text). */
   readonly chat: ChatFormat | false;
   /**
-   * The frozen reference policy of the reference KL (`reference_kl_enabled`), same tokenizer; the
-   * caller owns it. Absent: a LoRA agent's base with the adapter off, else a frozen copy the
-   * trainer makes of the agent's weights when it is built.
+   * The frozen reference policy of the reference KL (`reference_kl_enabled`) and of MADPO; the
+   * caller owns it. It must share the agent's tokenizer (it scores the agent's token ids): a
+   * reference with fewer ids than the agent's tokenizer is refused when a trainer is built, and
+   * with {@link Agent.referenceTokenizer} given the two tokenizers are compared id by id. Absent:
+   * a LoRA agent's base with the adapter off, else a frozen copy the trainer makes of the agent's
+   * weights when it is built.
    */
   readonly reference?: CausalLM;
+  /**
+   * The tokenizer of `reference`'s folder: given, a trainer refuses a reference whose tokenizer
+   * differs from the agent's (see `tokenizerDifference`).
+   */
+  readonly referenceTokenizer?: Tokenizer;
 }

@@ -5,8 +5,9 @@ export { formatSummary, formatNumber, formatValue, formatBytes, formatDuration }
 export type { SummaryOptions } from './format.js';
 export { ProgressBar } from './progress.js';
 export type { ProgressBarOptions, ProgressStream } from './progress.js';
-export { writePlots, buildPlotSpec, collectPoints, splitMetricKey, renderSvg, svgToPng, REWARD_METRIC_PATTERN } from './plots.js';
-export type { PlotOptions, PlotFiles, PlotPoint } from './plots.js';
+export { writePlots, buildPlotSpec, collectPoints, splitMetricKey, renderSvg, svgToPng, REWARD_METRIC_PATTERN, KL_METRIC_PATTERN, PLOTS_PAGE } from './plots.js';
+export { movingAverage, smoothingWindow, panelsOf, secondaryTicks, niceTicks } from './plot-data.js';
+export type { PlotOptions, PlotFiles, PlotPoint, RandomPlayLine } from './plots.js';
 export { peakMemory, sampleMemory } from './memory.js';
 export { TensorBoardWriter, encodeScalarEvent, encodeFileVersionEvent, scalarsOf, EVENT_FILE_VERSION, EVENT_FILE_PREFIX } from './tensorboard.js';
 export type { TensorBoardScalar, TensorBoardWriterOptions } from './tensorboard.js';

@@ -78,6 +78,12 @@ export interface TaskSetup<T, S> {
    * `parse_completion`), for CentralizedMAGRPO; absent: the task cannot be trained centralized.
    */
   readonly centralized?: CentralizedAdapter<S>;
+  /**
+   * The expected reward of each turn when every agent answers uniformly at random, as the trainers
+   * log it (after the reward processor; entry k − 1: turn k), where the task can state it exactly:
+   * the plots draw it as the random-play line.
+   */
+  readonly randomPlayReward?: readonly number[];
 }
 
 /** A task: everything the config parser and the CLI need to know about it. */

@@ -23,3 +23,20 @@ export function checkTokenizerFitsModel(tokenizer: Tokenizer, modelVocabSize: nu
     );
   }
 }
+
+/**
+ * Why tokenizers `a` and `b` do not give the same ids the same tokens, or undefined when they do.
+ * Two models can only score each other's token ids (a reference model scoring an agent's
+ * completions) when every id means the same token to both: the id space's size and each id's
+ * token text are compared (special tokens such as EOS may differ, as between a base model and its
+ * instruct variant, which share the vocabulary).
+ */
+export function tokenizerDifference(a: Tokenizer, b: Tokenizer): string | undefined {
+  if (a.vocabSize !== b.vocabSize) return `their vocabularies have ${a.vocabSize} and ${b.vocabSize} token ids`;
+  for (let id = 0; id < a.vocabSize; id++) {
+    const x = a.idToToken(id);
+    const y = b.idToToken(id);
+    if (x !== y) return `token id ${id} is ${JSON.stringify(x ?? null)} in one and ${JSON.stringify(y ?? null)} in the other`;
+  }
+  return undefined;
+}

@@ -7,7 +7,7 @@
  * Every agent trains on its advantage; it steps once per joint minibatch, after the actors, with
  * value clipping when `value_clip_separate`; saved to `critic/` beside the agents.
  *
- * Differences from CoMLRL 1.3.6 (README): the critic is updated once per joint minibatch, not once
+ * Differences from CoMLRL 1.3.6 (docs/differences.md): the critic is updated once per joint minibatch, not once
  * per agent buffer (CoMLRL steps it N times on duplicated inputs); it encodes its input with its
  * own tokenizer (CoMLRL: agent 0's).
  */

@@ -4,8 +4,8 @@
  * CoMLRL YAML section or `IACConfig(...)` call maps over 1:1. comlrl adds:
  *
  * - `advantage_normalization` keeps CoMLRL's default (δ z-scored per turn group, as the paper's
- *   runs had it); false gives the raw δ of the paper's equations (README "Differences");
- * - paper-aligned options (design.md difference 5; README "Differences"), on by default where the
+ *   runs had it); false gives the raw δ of the paper's equations (docs/differences.md);
+ * - paper-aligned options (design.md difference 5; docs/differences.md), on by default where the
  *   CoLLM paper states them: `use_global_info` (every critic reads m_t, DC and CC alike),
  *   `critic_history` (critics read the history h_t, joint for CC, within `critic_max_length`),
  *   `recompute_targets` (each update epoch takes y and δ from the current critic, the paper's
@@ -22,7 +22,7 @@
  *
  * `comlrl136()` flips them all off: one epoch, no ratio, no m_t, current observations only, stored
  * targets, value clipping only on a shared head, TD-error advantages for Q, which is CoMLRL
- * 1.3.6's update exactly (apart from the deliberate differences in the README).
+ * 1.3.6's update exactly (apart from the deliberate differences of docs/differences.md).
  */
 import { z } from 'zod';
 import { boolField, criticLrScheduleFields, enumField, finiteNumber, intAtLeast, lrScheduleFields, parseConfig, runSettingsFields } from '../core/config.js';
@@ -104,7 +104,7 @@ function sharedFields() {
     /** Train metrics are logged when env_step has advanced by at least this much since the last log. */
     logging_steps: intAtLeast('logging_steps', 1).default(1),
 
-    // ---- paper-aligned options (README "Differences from CoMLRL") ----
+    // ---- paper-aligned options (docs/differences.md) ----
     /** The critic reads m_t (turn, horizon, last reward / max reward), as the paper's critic prompt (DC and CC alike). */
     use_global_info: boolField('use_global_info').default(true),
     /**
@@ -138,7 +138,7 @@ function sharedFields() {
      * steps (with the critic it owns), then a centralized critic once. `agent` (CoMLRL): agent by
      * agent over the whole buffer, each of its minibatches an actor step followed by a critic step
      * — its own critic, or the centralized critic, which so steps once per agent on the same
-     * transitions. No default is filled in, so configs that leave it out hash as before it existed.
+     * transitions. Left out of a config's hash when absent (no default is filled in).
      */
     update_order: enumField('update_order', UPDATE_ORDERS).optional(),
 

@@ -88,8 +88,8 @@ export function runSettingsFields() {
 }
 
 /**
- * The agents' learning-rate schedule, under the Hugging Face Trainer's names (README "Learning-rate
- * schedules"; formulas in src/optim/schedule.ts). A step of the schedule is one training item.
+ * The agents' learning-rate schedule, under the Hugging Face Trainer's names (docs/lr-schedules.md;
+ * formulas in src/optim/schedule.ts). A step of the schedule is one training item.
  * Spread into a schema's fields; a warmup a `constant` schedule would ignore is refused when the
  * section is parsed (`lrScheduleIssues`, src/optim/schedule.ts).
  */

@@ -81,6 +81,57 @@ export interface CompletionGroup {
   finished: boolean[];
 }
 
+/** A model's context in tokens (config.json `max_position_embeddings`), or null when its config does not say. */
+export function contextLength(model: Agent['model']): number | null {
+  const c = model.config.max_position_embeddings;
+  return typeof c === 'number' && Number.isFinite(c) && c > 0 ? c : null;
+}
+
+/** What a {@link PromptTooLongError} names besides the lengths. */
+export interface PromptPlace {
+  /** The item whose prompt it is, e.g. `train item 3 (data.jsonl, row 4)`. */
+  readonly item?: string;
+  /** The config key of the completion length (default `max_new_tokens`). */
+  readonly key?: string;
+}
+
+/**
+ * A prompt that leaves no room in the model's context for the completion: prompt tokens plus
+ * `max_new_tokens` exceed `max_position_embeddings` (positions past it are ones the model never
+ * saw in training, and a long enough prompt exhausts memory before that). The trainer's loop adds
+ * the training item it belongs to ({@link PromptTooLongError.at}).
+ */
+export class PromptTooLongError extends Error {
+  constructor(
+    readonly agent: string,
+    readonly promptTokens: number,
+    readonly maxNewTokens: number,
+    readonly context: number,
+    readonly place: PromptPlace = {},
+  ) {
+    const key = place.key ?? 'max_new_tokens';
+    const fix = promptTokens < context ? `shorten that text, or lower ${key} to at most ${context - promptTokens}` : 'the prompt alone fills the context: shorten that text or leave the row out';
+    super(
+      `${place.item !== undefined ? `${place.item}: ` : ''}the prompt of agent '${agent}' has ${promptTokens} tokens; with ${key} ${maxNewTokens} it needs ${promptTokens + maxNewTokens} positions, more than the model's context of ${context} (config.json max_position_embeddings); ${fix}`,
+    );
+    this.name = 'PromptTooLongError';
+  }
+
+  /** The same error naming `item`; unchanged when it already names one. */
+  at(item: string): PromptTooLongError {
+    return this.place.item !== undefined ? this : new PromptTooLongError(this.agent, this.promptTokens, this.maxNewTokens, this.context, { ...this.place, item });
+  }
+}
+
+/**
+ * Refuses a prompt that does not fit the agent's context with `maxNewTokens` more tokens (see
+ * {@link PromptTooLongError}); a model whose config has no `max_position_embeddings` is not checked.
+ */
+export function checkPromptFits(agent: Agent, promptLength: number, maxNewTokens: number, place: PromptPlace = {}): void {
+  const context = contextLength(agent.model);
+  if (context !== null && promptLength + maxNewTokens > context) throw new PromptTooLongError(agent.name, promptLength, maxNewTokens, context, place);
+}
+
 /** The ids that end a completion: the model's configured EOS ids plus the tokenizer's EOS. */
 export function stopIds(agent: Agent): number[] {
   // Instruct checkpoints often stop on the chat end token, which is the tokenizer's EOS but not always
@@ -149,6 +200,7 @@ export async function generateGroups(
   source?: CompletionSource,
 ): Promise<CompletionGroup[]> {
   if (source?.sampler) return sampledElsewhere(agent, source.index, prompts, k, source.sampler);
+  for (const p of prompts) checkPromptFits(agent, p.length, settings.maxNewTokens);
   const sampling = agentSampling(agent, settings);
   const out = await agent.model.generate(
     prompts.map((p) => [...p]),

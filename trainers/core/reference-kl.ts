@@ -28,6 +28,7 @@ import { REFERENCE_KL_DEFAULTS } from '../../src/config/trainers.js';
 import { TfCausalLM } from '../../src/model/causal-lm.js';
 import type { CausalLM, CompletionScores } from '../../src/model/types.js';
 import type { AdamW } from '../../src/optim/adamw.js';
+import { tokenizerDifference } from '../../src/tokenizer/check.js';
 import { boolField, enumField, finiteNumber } from './config.js';
 import { linearPolicyLoss, stepOnSequenceLoss, type PolicyGradientOptions, type PolicyGradientResult, type PolicyGradientRow, type SequenceLoss } from './loss.js';
 import { agentKey, turnKey } from './metrics.js';
@@ -106,11 +107,15 @@ export interface ReferencePolicy {
  * The reference of `agent` (see the module comment): `agent.reference` when given, else its base
  * with the adapter off under LoRA, else a frozen copy of its current weights (call this before
  * any update). The trainer owns and disposes a frozen copy; a given reference stays the caller's.
- * @throws Error for a full fine-tuning model that can be neither run without adapters nor copied.
+ * @throws Error for a full fine-tuning model that can be neither run without adapters nor copied,
+ * and for a given reference that does not share the agent's tokenizer ({@link checkReferenceTokenizer}).
  */
 export function referenceOf(agent: Agent): ReferencePolicy {
   const given = agent.reference;
-  if (given) return { kind: 'given', tokenLogProbs: (p, c) => given.tokenLogProbs(p, c), dispose: () => {} };
+  if (given) {
+    checkReferenceTokenizer(agent, given);
+    return { kind: 'given', tokenLogProbs: (p, c) => given.tokenLogProbs(p, c), dispose: () => {} };
+  }
   const model = agent.model;
   if (model.loraInfo && model.withAdaptersOff) {
     const off = model.withAdaptersOff.bind(model);
@@ -121,6 +126,27 @@ export function referenceOf(agent: Agent): ReferencePolicy {
     return { kind: 'frozen-copy', tokenLogProbs: (p, c) => copy.tokenLogProbs(p, c), dispose: () => copy.dispose() };
   }
   throw new Error(`agent '${agent.name}': reference KL needs a reference model (set Agent.reference): the model has no LoRA base and cannot be copied`);
+}
+
+/**
+ * Refuses a given reference that cannot mean by the agent's token ids what the agent means: one
+ * with fewer ids (config.json `vocab_size`) than the agent's tokenizer has, which fails at the
+ * first completion that uses them, and, when `agent.referenceTokenizer` is given, one whose
+ * tokenizer differs from the agent's (its log-probs would score other tokens: a KL or DPO margin
+ * without meaning).
+ * @throws Error naming the agent and the difference
+ */
+export function checkReferenceTokenizer(agent: Agent, reference: CausalLM): void {
+  const fix = 'give a reference model that shares the agent\'s tokenizer (vocabulary and ids)';
+  if (agent.referenceTokenizer) {
+    const diff = tokenizerDifference(agent.tokenizer, agent.referenceTokenizer);
+    if (diff !== undefined) throw new Error(`agent '${agent.name}': its reference model has another tokenizer than the agent (${diff}); ${fix}`);
+  }
+  if (reference.vocabSize < agent.tokenizer.vocabSize) {
+    throw new Error(
+      `agent '${agent.name}': its reference model has ${reference.vocabSize} token ids (config.json vocab_size) but the agent's tokenizer has ${agent.tokenizer.vocabSize}, so the reference cannot score the agent's tokens (another tokenizer?); ${fix}`,
+    );
+  }
 }
 
 /** What the KL of one group of completions came to. */

@@ -16,9 +16,10 @@ import { createRng, rngFor, type Rng } from '../../src/util/rng.js';
 import type { LrScheduleSettings } from './config.js';
 import { evalTurnMetrics, runEvalCallbacks, runEvalEpisodes, summarizeEval, type EvalCallback, type EvalEpisode } from './eval.js';
 import { saveAgents, type SaveOptions } from './save.js';
-import { agentSampling, generateGroup, type CompletionGroup, type CompletionSampler, type CompletionSource, type GenerationSettings } from './generation.js';
+import { agentSampling, generateGroup, PromptTooLongError, type CompletionGroup, type CompletionSampler, type CompletionSource, type GenerationSettings } from './generation.js';
 import type { UpdateTrace } from './trace.js';
 import type { ResolvedSampling } from '../../src/sampling/defaults.js';
+import { describeItem } from '../../src/data/row-origin.js';
 import { PhaseTimer, type MetricRecord, type MetricsSink } from './metrics.js';
 import { CallbackList, type ItemEvent, type PhaseEvent, type TrainEndReason, type TrainerCallback, type TrainerControl, type TrainEvent } from './callbacks.js';
 import { checkTrainerState, optimizerStates, restoreOptimizers, type DatasetCursor, type TrainerState } from './state.js';
@@ -334,7 +335,12 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
         }
 
         this.applyLearningRates(epoch * this.trainTasks.length + index);
-        await this.trainOn(this.trainTasks[index]);
+        try {
+          await this.trainOn(this.trainTasks[index]);
+        } catch (err) {
+          // The rollout knows the prompt, not the row it came from: name it here.
+          throw err instanceof PromptTooLongError ? err.at(describeItem('train', index, this.trainTasks[index])) : err;
+        }
 
         this.cursor = { epoch, index: index + 1 };
         items++;

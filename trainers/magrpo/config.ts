@@ -5,7 +5,7 @@
  * scoring chunk size, early termination at evaluation) and the HF Trainer's learning-rate schedule
  * (`lr_scheduler_type`, `warmup_steps`, `warmup_ratio`).
  *
- * Deliberate differences (README "Differences from CoMLRL"):
+ * Deliberate differences (docs/differences.md):
  * - evaluation ends an episode early as training does (`eval_early_termination`; CoMLRL's
  *   MAGRPO evaluation plays every turn).
  * - `joint_mode` accepts only 'aligned' and 'cross'. CoMLRL also accepts 'align'/'crossed' in one
@@ -61,8 +61,8 @@ const schema = z.strictObject({
    * comlrl: whether an evaluation episode ends after a turn whose reward is strictly greater than
    * `early_termination_threshold`, as training ends a branch and as the actor-critic trainers'
    * evaluation ends an episode. Absent or true: it does; false: every turn is played (CoMLRL
-   * 1.3.6's MAGRPO evaluation). No default is filled in, so configs that leave it out parse (and
-   * hash, for checkpoint identity) as before it existed.
+   * 1.3.6's MAGRPO evaluation). No default is filled in, so a config that leaves it out parses
+   * (and hashes, for checkpoint identity) as one without the key.
    */
   eval_early_termination: boolField('eval_early_termination').optional(),
   /**
