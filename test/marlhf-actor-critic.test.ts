@@ -46,6 +46,10 @@ describe('config and CLI wiring', () => {
     expect(iac).toMatchObject({ use_separate_critic: false, value_head_hidden_dim: 16, update_order: 'agent', use_importance_ratio: false, recompute_targets: false });
     expect(() => marlhfActorCriticConfig(parseMARLHFConfig({ rl_algorithm: 'iac', critic_value_head_hidden_dim: 8, use_separate_critic: false }))).toThrow(/critic_value_head_hidden_dim would be ignored/);
     expect(() => marlhfActorCriticConfig(parseMARLHFConfig({ rl_algorithm: 'marloo' }))).toThrow(/rl_algorithm 'marloo' trains phase 2 with MAGRPO's update/);
+    // A critic LM no phase 2 would load is refused by name.
+    expect(() => parseMARLHFConfig({ critic_model_name: '/c' })).toThrow(/critic_model_name would be ignored: rl_algorithm 'magrpo' trains phase 2 with MAGRPO's update, which has no critic/);
+    expect(() => parseMARLHFConfig({ rl_algorithm: 'iac', use_separate_critic: false, critic_model_name: '/c' })).toThrow(/critic_model_name would be ignored: iac with use_separate_critic false puts a value head on each actor/);
+    expect(parseMARLHFConfig({ rl_algorithm: 'iac', critic_model_name: '/c' }).critic_model_name).toBe('/c');
   });
 
   test('the CLI: the reward model then the critics as critic LMs (section names, then model.critic_model, then the agents), saved beside reward_model/', () => {

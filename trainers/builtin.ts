@@ -20,7 +20,8 @@ import { mareinforceConfigSchema, maremaxConfigSchema, marlooConfigSchema, type 
 import { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from './reinforce/trainer.js';
 import { marlhfActorCriticLayout, MARLHFActorCriticTrainer } from './marlhf/actor-critic.js';
 import { isActorCriticAlgorithm, marlhfConfigSchema, type MARLHFConfig } from './marlhf/config.js';
-import { marlhfLayout, MARLHFTrainer } from './marlhf/trainer.js';
+import { marlhfLayout } from './marlhf/phase1.js';
+import { MARLHFTrainer } from './marlhf/trainer.js';
 import { registerTrainer, type CriticModelDefaults, type PlayedTask, type TrainerBuildInputs, type TrainerSpec } from './registry.js';
 
 /** The constructor inputs every trainer shares, from the registry's build inputs. */

@@ -124,6 +124,11 @@ const schema = magrpoConfigSchema.safeExtend({
 }).superRefine((cfg, ctx) => {
   const pairs = pairSelectionIssue(cfg);
   if (pairs !== null) ctx.addIssue({ code: 'custom', path: ['preference_pairs_per_sample'], message: pairs });
+  const criticLMs = cfg.rl_algorithm === 'maac' || (cfg.rl_algorithm === 'iac' && cfg.use_separate_critic);
+  if (cfg.critic_model_name !== null && !criticLMs) {
+    const why = cfg.rl_algorithm === 'iac' ? 'iac with use_separate_critic false puts a value head on each actor' : `rl_algorithm '${cfg.rl_algorithm}' trains phase 2 with MAGRPO's update, which has no critic`;
+    ctx.addIssue({ code: 'custom', path: ['critic_model_name'], message: `critic_model_name would be ignored: ${why}; remove it, or set rl_algorithm: maac (or iac with use_separate_critic: true)` });
+  }
   const mode = MARLHF_ADVANTAGE_MODES[cfg.rl_algorithm];
   if (mode !== undefined && cfg.advantage_mode !== 'mean' && cfg.advantage_mode !== mode) {
     ctx.addIssue({

@@ -32,8 +32,6 @@ import { JointRewardEnv } from './env.js';
 import { RewardModelPhase, type MARLHFPhase, type RewardModelInputs } from './phase1.js';
 import type { JointRewardModel } from './reward-model.js';
 
-export { marlhfLayout, REWARD_MODEL_DIR, type MARLHFPhase } from './phase1.js';
-
 /** MARLHF's trainer-specific resume data: MAGRPO's, plus the phase. */
 export interface MARLHFStateExtra extends MAGRPOStateExtra {
   readonly marlhf: { readonly phase: MARLHFPhase };
