@@ -1,7 +1,7 @@
 /**
  * MARLHF with the actor-critic phase 2 through `comlrl train` (`rl_algorithm: maac`): the reward
  * model and the centralized critic load from `model.critic_model` as two LMs; a run stopped in
- * phase 2 and resumed from its checkpoint (agents, `reward_model/`, `critic/`, phase) ends with
+ * phase 2 (CoLLM's `update_order: agent` set through `actor_critic`) and resumed from its checkpoint (agents, `reward_model/`, `critic/`, phase) ends with
  * exactly the weights and metrics of a run that was never stopped, fitting the reward model once.
  */
 import { existsSync } from 'node:fs';
@@ -44,6 +44,8 @@ function yaml(out: string): string {
       preference_pairs_per_sample: 3,
       reward_learning_rate: 0.01,
       reward_train_batch_size: 2,
+      // CoLLM's options without a MARLHFConfig field: CoMLRL's agent-by-agent update order.
+      actor_critic: { update_order: 'agent' },
     },
     output: { dir: out, save_steps: 3 },
     seed: 3,

@@ -46,6 +46,12 @@ describe('config and CLI wiring', () => {
     expect(iac).toMatchObject({ use_separate_critic: false, value_head_hidden_dim: 16, update_order: 'agent', use_importance_ratio: false, recompute_targets: false });
     expect(() => marlhfActorCriticConfig(parseMARLHFConfig({ rl_algorithm: 'iac', critic_value_head_hidden_dim: 8, use_separate_critic: false }))).toThrow(/critic_value_head_hidden_dim would be ignored/);
     expect(() => marlhfActorCriticConfig(parseMARLHFConfig({ rl_algorithm: 'marloo' }))).toThrow(/rl_algorithm 'marloo' trains phase 2 with MAGRPO's update/);
+    // `actor_critic`: CoLLM's options CoMLRL's MARLHFConfig has no field for (here CoMLRL's update), checked when the config is parsed.
+    expect(marlhfActorCriticConfig(parseMARLHFConfig({ rl_algorithm: 'maac', actor_critic: { ...comlrlCompatible() } }))).toMatchObject(comlrlCompatible());
+    expect(() => parseMARLHFConfig({ rl_algorithm: 'maac', actor_critic: { update_ordr: 'agent' } })).toThrow(expect.objectContaining({ issues: [{ field: 'actor_critic.update_ordr', message: 'unknown field \'update_ordr\' (got {"update_ordr":"agent"})' }] }));
+    expect(() => parseMARLHFConfig({ rl_algorithm: 'iac', actor_critic: { critic_history: 'all' } })).toThrow(/critic_history must be one of 'full', 'current'/);
+    expect(() => parseMARLHFConfig({ rl_algorithm: 'maac', actor_critic: { discount: 0.5 } })).toThrow(/discount is a MARLHF key: set it in the marlhf section itself/);
+    expect(() => parseMARLHFConfig({ actor_critic: { update_order: 'agent' } })).toThrow(/actor_critic would be ignored: rl_algorithm 'magrpo' trains phase 2 with MAGRPO's update/);
     // A critic LM no phase 2 would load is refused by name.
     expect(() => parseMARLHFConfig({ critic_model_name: '/c' })).toThrow(/critic_model_name would be ignored: rl_algorithm 'magrpo' trains phase 2 with MAGRPO's update, which has no critic/);
     expect(() => parseMARLHFConfig({ rl_algorithm: 'iac', use_separate_critic: false, critic_model_name: '/c' })).toThrow(/critic_model_name would be ignored: iac with use_separate_critic false puts a value head on each actor/);

@@ -10,8 +10,8 @@
  * `use_separate_critic`, `critic_type`, `value_loss_coef`, `value_clip_range`,
  * `critic_value_head_hidden_dim`, `value_head_hidden_dim`), with their values as written in the
  * MARLHF config; the options CoMLRL's MARLHFConfig has no field for (comlrl's paper-aligned
- * settings, `update_order`, ...) take CoLLM's defaults unless `actorCritic` sets them (e.g.
- * `comlrlCompatible()`).
+ * settings, `update_order`, ...) take CoLLM's defaults unless the config's `actor_critic` or the
+ * library's `actorCritic` sets them (e.g. `comlrlCompatible()`).
  *
  * A checkpoint holds the agents, the reward model (`reward_model/`) and the critics where CoLLM
  * saves them (`critic/`, `agent_i/critic/`, or `agent_i/value_head.*`), with the phase.
@@ -22,42 +22,24 @@ import type { TrainerState } from '../core/state.js';
 import { agentDirs, type ModelLayout, type SaveOptions } from '../core/save.js';
 import type { PhaseReport } from '../core/trainer.js';
 import { centralizedCritic } from '../collm/centralized.js';
-import {
-  COLLM_CC_CONFIG_FIELDS,
-  COLLM_DC_CONFIG_FIELDS,
-  parseCoLLMCCConfig,
-  parseCoLLMDCConfig,
-  type CoLLMCCConfig,
-  type CoLLMCCConfigInput,
-  type CoLLMDCConfig,
-} from '../collm/config.js';
+import type { CoLLMCCConfig, CoLLMDCConfig } from '../collm/config.js';
 import { decentralizedCritics } from '../collm/decentralized.js';
 import { centralizedCriticLayout, separateCriticsLayout, sharedHeadsLayout } from '../collm/layout.js';
 import type { ActorCriticEvalResult, ActorCriticInputs, ActorCriticStateExtra } from '../collm/run.js';
 import { CoLLMTrainer } from '../collm/trainer.js';
-import { isActorCriticAlgorithm, parseMARLHFConfig, type MARLHFActorCriticAlgorithm, type MARLHFConfig, type MARLHFConfigInput } from './config.js';
+import {
+  isActorCriticAlgorithm,
+  marlhfActorCriticConfig,
+  parseMARLHFConfig,
+  type MARLHFActorCriticAlgorithm,
+  type MARLHFActorCriticConfig,
+  type MARLHFActorCriticExtras,
+  type MARLHFConfig,
+  type MARLHFConfigInput,
+} from './config.js';
 import { JointRewardEnv } from './env.js';
 import { marlhfLayout, RewardModelPhase, type MARLHFPhase, type RewardModelInputs } from './phase1.js';
 import type { JointRewardModel } from './reward-model.js';
-
-/** comlrl's actor-critic options that CoMLRL's MARLHFConfig has no field for (CoLLM's defaults when left out). */
-export type MARLHFActorCriticExtras = Omit<CoLLMCCConfigInput, keyof MARLHFConfigInput>;
-
-/** Phase 2's validated actor-critic config: CoLLM-CC's for maac, CoLLM-DC's for iac. */
-export type MARLHFActorCriticConfig = CoLLMCCConfig | CoLLMDCConfig;
-
-/**
- * Phase 2's CoLLM config of a maac / iac MARLHF config: its fields that CoLLM-CC (maac) or
- * CoLLM-DC (iac) has, with `extras` over them (see the module comment).
- * @throws TrainerConfigError naming the field when the result is not a valid CoLLM config.
- */
-export function marlhfActorCriticConfig(config: MARLHFConfig, extras: MARLHFActorCriticExtras = {}): MARLHFActorCriticConfig {
-  if (!isActorCriticAlgorithm(config.rl_algorithm)) throw new Error(`marlhfActorCriticConfig: rl_algorithm '${config.rl_algorithm}' trains phase 2 with MAGRPO's update, not an actor-critic one`);
-  const fields = config.rl_algorithm === 'maac' ? COLLM_CC_CONFIG_FIELDS : COLLM_DC_CONFIG_FIELDS;
-  const shared = Object.fromEntries(Object.entries(config).filter(([k]) => fields.includes(k)));
-  const input = { ...shared, ...extras };
-  return config.rl_algorithm === 'maac' ? parseCoLLMCCConfig(input) : parseCoLLMDCConfig(input);
-}
 
 /** Where a maac / iac MARLHF run's models are in a directory it saved: the agents, then the reward model and the critics (CoLLM's places). */
 export function marlhfActorCriticLayout(config: Pick<MARLHFConfig, 'rl_algorithm' | 'use_separate_critic'>, dir: string, numAgents: number): ModelLayout {

@@ -14,7 +14,16 @@
 import { z } from 'zod';
 import type { AdvantageMode } from '../magrpo/advantage.js';
 import { magrpoConfigSchema } from '../magrpo/config.js';
-import { boolField, enumField, finiteNumber, intAtLeast, parseConfig } from '../core/config.js';
+import {
+  COLLM_CC_CONFIG_FIELDS,
+  COLLM_DC_CONFIG_FIELDS,
+  collmCCConfigSchema,
+  collmDCConfigSchema,
+  type CoLLMCCConfig,
+  type CoLLMCCConfigInput,
+  type CoLLMDCConfig,
+} from '../collm/config.js';
+import { boolField, enumField, finiteNumber, intAtLeast, parseConfig, TrainerConfigError } from '../core/config.js';
 import { pairSelectionIssue, PAIR_SELECTIONS } from '../madpo/config.js';
 
 /**
@@ -121,13 +130,35 @@ const schema = magrpoConfigSchema.safeExtend({
   critic_value_head_hidden_dim: intAtLeast('critic_value_head_hidden_dim', 1).nullable().default(null),
   /** Hidden width of a shared value head (iac without separate critics); null: a linear head. */
   value_head_hidden_dim: intAtLeast('value_head_hidden_dim', 1).nullable().default(null),
+
+  // ---- comlrl ----
+  /**
+   * maac / iac only: comlrl's CoLLM options that CoMLRL's MARLHFConfig has no field for, under
+   * their `collm_cc:` / `collm_dc:` names (e.g. CoMLRL's update: `update_order: agent`,
+   * `use_importance_ratio: false`, `ratio_clip_range: null`, `use_global_info: false`,
+   * `critic_history: current`, `recompute_targets: false`, `q_advantage: td`,
+   * `value_clip_separate: false`); left out, CoLLM's defaults. Checked when the trainer is built.
+   */
+  actor_critic: z.record(z.string(), z.unknown(), { error: 'actor_critic must be a mapping of CoLLM option names to values' }).optional(),
 }).superRefine((cfg, ctx) => {
   const pairs = pairSelectionIssue(cfg);
   if (pairs !== null) ctx.addIssue({ code: 'custom', path: ['preference_pairs_per_sample'], message: pairs });
+  if (cfg.actor_critic !== undefined && !isActorCriticAlgorithm(cfg.rl_algorithm)) {
+    ctx.addIssue({ code: 'custom', path: ['actor_critic'], input: cfg.actor_critic, message: `actor_critic would be ignored: rl_algorithm '${cfg.rl_algorithm}' trains phase 2 with MAGRPO's update; remove it, or set rl_algorithm: maac or iac` });
+  }
+  if (isActorCriticAlgorithm(cfg.rl_algorithm)) {
+    // Phase 2's CoLLM config is checked now, so that a bad `actor_critic` fails before any model loads.
+    try {
+      marlhfActorCriticConfig(cfg);
+    } catch (err) {
+      const issues = err instanceof TrainerConfigError ? err.issues.map((i) => ({ path: ['actor_critic', ...i.field.split('.')], message: i.message })) : [{ path: ['actor_critic'], message: (err as Error).message }];
+      for (const i of issues) ctx.addIssue({ code: 'custom', input: cfg.actor_critic, ...i });
+    }
+  }
   const criticLMs = cfg.rl_algorithm === 'maac' || (cfg.rl_algorithm === 'iac' && cfg.use_separate_critic);
   if (cfg.critic_model_name !== null && !criticLMs) {
     const why = cfg.rl_algorithm === 'iac' ? 'iac with use_separate_critic false puts a value head on each actor' : `rl_algorithm '${cfg.rl_algorithm}' trains phase 2 with MAGRPO's update, which has no critic`;
-    ctx.addIssue({ code: 'custom', path: ['critic_model_name'], message: `critic_model_name would be ignored: ${why}; remove it, or set rl_algorithm: maac (or iac with use_separate_critic: true)` });
+    ctx.addIssue({ code: 'custom', path: ['critic_model_name'], input: cfg.critic_model_name, message: `critic_model_name would be ignored: ${why}; remove it, or set rl_algorithm: maac (or iac with use_separate_critic: true)` });
   }
   const mode = MARLHF_ADVANTAGE_MODES[cfg.rl_algorithm];
   if (mode !== undefined && cfg.advantage_mode !== 'mean' && cfg.advantage_mode !== mode) {
@@ -142,6 +173,30 @@ const schema = magrpoConfigSchema.safeExtend({
 /** The advantage mode phase 2 trains with: the one its `rl_algorithm` sets (CoMLRL's dispatch). */
 export function marlhfAdvantageMode(config: Pick<MARLHFConfig, 'rl_algorithm' | 'advantage_mode'>): AdvantageMode {
   return MARLHF_ADVANTAGE_MODES[config.rl_algorithm] ?? config.advantage_mode;
+}
+
+/** comlrl's actor-critic options that CoMLRL's MARLHFConfig has no field for (CoLLM's defaults when left out). */
+export type MARLHFActorCriticExtras = Omit<CoLLMCCConfigInput, keyof MARLHFConfigInput>;
+
+/** Phase 2's validated actor-critic config: CoLLM-CC's for maac, CoLLM-DC's for iac. */
+export type MARLHFActorCriticConfig = CoLLMCCConfig | CoLLMDCConfig;
+
+/**
+ * Phase 2's CoLLM config of a maac / iac MARLHF config: its fields that CoLLM-CC (maac) or
+ * CoLLM-DC (iac) has, with its `actor_critic` and then `extras` over them (see the module comment).
+ * @throws Error naming a key of `actor_critic` / `extras` that the MARLHF config has itself;
+ *   TrainerConfigError naming the field when the result is not a valid CoLLM config.
+ */
+export function marlhfActorCriticConfig(config: MARLHFConfig, extras: MARLHFActorCriticExtras = {}): MARLHFActorCriticConfig {
+  if (!isActorCriticAlgorithm(config.rl_algorithm)) throw new Error(`marlhfActorCriticConfig: rl_algorithm '${config.rl_algorithm}' trains phase 2 with MAGRPO's update, not an actor-critic one`);
+  const options: Record<string, unknown> = { ...config.actor_critic, ...extras };
+  const own = Object.keys(options).filter((k) => k in schema.shape);
+  if (own.length > 0) throw new Error(`marlhf.actor_critic: ${own.join(', ')} ${own.length === 1 ? 'is a MARLHF key' : 'are MARLHF keys'}: set ${own.length === 1 ? 'it' : 'them'} in the marlhf section itself`);
+  const fields = config.rl_algorithm === 'maac' ? COLLM_CC_CONFIG_FIELDS : COLLM_DC_CONFIG_FIELDS;
+  const shared = Object.fromEntries(Object.entries(config).filter(([k]) => fields.includes(k)));
+  const label = `marlhf (${config.rl_algorithm}) actor_critic`;
+  const input = { ...shared, ...options };
+  return config.rl_algorithm === 'maac' ? parseConfig(label, collmCCConfigSchema, input, COLLM_CC_CONFIG_FIELDS) : parseConfig(label, collmDCConfigSchema, input, COLLM_DC_CONFIG_FIELDS);
 }
 
 /** MARLHF config as written by users (snake_case, every field optional). */
