@@ -137,7 +137,7 @@ const schema = magrpoConfigSchema.safeExtend({
    * their `collm_cc:` / `collm_dc:` names (e.g. CoMLRL's update: `update_order: agent`,
    * `use_importance_ratio: false`, `ratio_clip_range: null`, `use_global_info: false`,
    * `critic_history: current`, `recompute_targets: false`, `q_advantage: td`,
-   * `value_clip_separate: false`); left out, CoLLM's defaults. Checked when the trainer is built.
+   * `value_clip_separate: false`); left out, CoLLM's defaults. Checked when the config is parsed.
    */
   actor_critic: z.record(z.string(), z.unknown(), { error: 'actor_critic must be a mapping of CoLLM option names to values' }).optional(),
 }).superRefine((cfg, ctx) => {
