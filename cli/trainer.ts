@@ -100,10 +100,10 @@ export function sourcesFromConfig(config: RunConfig, numAgents: number): ModelSo
   let critics: string[] = [];
   const trainer = getTrainer(config.trainer);
   const count = trainer.criticCount(config.trainerConfig, agents.length);
-  const named = trainer.criticModels(config.trainerConfig);
+  const named = trainer.criticModels(config.trainerConfig, { agents, ...(m.critic_model !== undefined ? { criticModel: m.critic_model } : {}), ...(m.critics ? { critics: m.critics } : {}) });
   if (count > 0) {
     if (named) {
-      // The trainer's own section names them (MARLHF's reward_model_name).
+      // The trainer's own section names them (MARLHF's reward_model_name and critic_model_name).
       if (named.length !== count) throw new Error(`${config.trainer}'s section names ${named.length} critic models; it needs ${count}`);
       critics = [...named];
     } else if (m.critics) {

@@ -68,7 +68,7 @@ describe('config', () => {
     expect(() => parseMARLHFConfig({ num_turns: 2 })).toThrow(/num_turns must be 1: MARLHF is single-turn/);
     expect(() => parseMARLHFConfig({ joint_mode: 'cross' })).toThrow(/joint_mode must be one of 'aligned'/);
     expect(() => parseMARLHFConfig({ rl_algorithm: 'ppo' })).toThrow(/rl_algorithm must be one of 'magrpo', 'mareinforce', 'maremax', 'marloo', 'maac', 'iac'/);
-    for (const ac of ['maac', 'iac']) expect(() => parseMARLHFConfig({ rl_algorithm: ac })).toThrow(new RegExp(`rl_algorithm '${ac}' \\(CoMLRL's actor-critic phase 2\\) is not available`));
+    for (const ac of ['maac', 'iac']) expect(parseMARLHFConfig({ rl_algorithm: ` ${ac.toUpperCase()}` }).rl_algorithm).toBe(ac);
     // CoMLRL reads the name trimmed and lower-cased, and takes `mareforce` for mareinforce.
     expect(parseMARLHFConfig({ rl_algorithm: ' MAReforce ' }).rl_algorithm).toBe('mareinforce');
     expect(() => parseMARLHFConfig({ rl_algorithm: 'marloo', advantage_mode: 'max' })).toThrow(/advantage_mode 'max' contradicts rl_algorithm 'marloo', which trains phase 2 with advantage_mode 'rloo'/);
@@ -84,9 +84,10 @@ describe('config', () => {
     const t = getTrainer('marlhf');
     expect(t.section).toBe('marlhf');
     expect(t.criticCount(config.trainerConfig, 2)).toBe(1);
-    expect(t.criticModels(config.trainerConfig)).toBeNull();
+    const models = { agents: ['/m', '/m'], criticModel: '/rm' };
+    expect(t.criticModels(config.trainerConfig, models)).toBeNull();
     const named = parseRunConfig({ model: { agent_model: '/m' }, dataset: { task: 'toy-coord' }, marlhf: { reward_model_name: '/rm-base' } });
-    expect(t.criticModels(named.trainerConfig)).toEqual(['/rm-base']);
+    expect(t.criticModels(named.trainerConfig, { agents: ['/m', '/m'] })).toEqual(['/rm-base']);
     expect(t.layout(config.trainerConfig, '/out', 2)).toEqual({ agents: ['/out/agent_0', '/out/agent_1'], critics: ['/out/reward_model'], heads: ['/out/reward_model'] });
   });
 });

@@ -18,9 +18,11 @@ import { magrpoConfigSchema, magrpoEvalEarlyTermination, type MAGRPOConfig } fro
 import { MAGRPOTrainer } from './magrpo/trainer.js';
 import { mareinforceConfigSchema, maremaxConfigSchema, marlooConfigSchema, type MAREINFORCEConfig, type MAReMaxConfig, type MARLOOConfig } from './reinforce/config.js';
 import { MAREINFORCETrainer, MAReMaxTrainer, MARLOOTrainer } from './reinforce/trainer.js';
-import { marlhfConfigSchema, type MARLHFConfig } from './marlhf/config.js';
-import { marlhfLayout, MARLHFTrainer } from './marlhf/trainer.js';
-import { registerTrainer, type PlayedTask, type TrainerBuildInputs, type TrainerSpec } from './registry.js';
+import { marlhfActorCriticLayout, MARLHFActorCriticTrainer } from './marlhf/actor-critic.js';
+import { isActorCriticAlgorithm, marlhfConfigSchema, type MARLHFConfig } from './marlhf/config.js';
+import { marlhfLayout } from './marlhf/phase1.js';
+import { MARLHFTrainer } from './marlhf/trainer.js';
+import { registerTrainer, type CriticModelDefaults, type PlayedTask, type TrainerBuildInputs, type TrainerSpec } from './registry.js';
 
 /** The constructor inputs every trainer shares, from the registry's build inputs. */
 function trainerInputs<C>(inputs: TrainerBuildInputs<C>) {
@@ -112,27 +114,52 @@ export const CENTRALIZED_MAGRPO_TRAINER: TrainerSpec<CentralizedMAGRPOConfig> = 
     new CentralizedMAGRPOTrainer<unknown, unknown>({ ...trainerInputs(inputs), config: inputs.config, centralizedAdapter: adapterOf(inputs.centralized, inputs.env.name) }),
 };
 
-/** MARLHF: a joint reward model (its one critic LM, saved as `reward_model/`) fitted to preferences, then MAGRPO on its score. */
+/** Critic LMs of a MARLHF run besides the reward model: maac's centralized critic, iac's separate critic per agent. */
+function marlhfCritics(config: MARLHFConfig, numAgents: number): number {
+  if (config.rl_algorithm === 'maac') return 1;
+  return config.rl_algorithm === 'iac' && config.use_separate_critic ? numAgents : 0;
+}
+
+/**
+ * MARLHF's critic LMs: the reward model (`reward_model_name`, else `model.critic_model`, else
+ * agent 0's model, as CoMLRL), then maac / iac's critics (`critic_model_name`, else
+ * `model.critic_model`, else the agent's own model); `model.critics` lists them all in that order.
+ */
+function marlhfCriticModels(config: MARLHFConfig, models: CriticModelDefaults): readonly string[] | null {
+  const extra = marlhfCritics(config, models.agents.length);
+  if (extra === 0) return config.reward_model_name === null ? null : [config.reward_model_name];
+  const count = 1 + extra;
+  if (models.critics && models.critics.length !== count) {
+    throw new Error(`model.critics has ${models.critics.length} entries; marlhf with rl_algorithm ${config.rl_algorithm} needs ${count}: the reward model, then ${extra === 1 ? 'the centralized critic' : 'one critic per agent'}`);
+  }
+  const reward = config.reward_model_name ?? models.critics?.[0] ?? models.criticModel ?? models.agents[0];
+  const critics = Array.from({ length: extra }, (_, j) => config.critic_model_name ?? models.critics?.[1 + j] ?? models.criticModel ?? models.agents[j]);
+  return [reward, ...critics];
+}
+
+/** MARLHF: a joint reward model (saved as `reward_model/`) fitted to preferences, then MAGRPO's (magrpo family) or CoLLM's (maac, iac) update on its score. */
 export const MARLHF_TRAINER: TrainerSpec<MARLHFConfig> = {
   name: 'marlhf',
   label: 'MARLHF',
   section: 'marlhf',
   schema: marlhfConfigSchema,
   usesCritics: true,
-  criticCount: () => 1,
-  criticsHint: 'one joint reward model',
-  criticModels: (config) => (config.reward_model_name === null ? null : [config.reward_model_name]),
-  modelPathFields: ['reward_model_name'],
-  layout: (_config, dir, n) => marlhfLayout(dir, n),
-  evalEarlyTermination: magrpoEvalEarlyTermination,
+  criticCount: (config, n) => 1 + marlhfCritics(config, n),
+  criticsHint: 'one joint reward model, then maac: one centralized critic, iac: one critic per agent',
+  criticModels: marlhfCriticModels,
+  modelPathFields: ['reward_model_name', 'critic_model_name'],
+  layout: (config, dir, n) => (isActorCriticAlgorithm(config.rl_algorithm) ? marlhfActorCriticLayout(config, dir, n) : marlhfLayout(dir, n)),
+  evalEarlyTermination: (config) => (isActorCriticAlgorithm(config.rl_algorithm) ? config.early_termination_threshold : magrpoEvalEarlyTermination(config)),
   build: (inputs) => {
-    if (inputs.critics.length !== 1) throw new Error(`marlhf needs exactly one reward model LM, got ${inputs.critics.length}`);
-    return new MARLHFTrainer<unknown, unknown>({
-      ...trainerInputs(inputs),
-      config: inputs.config,
-      rewardModel: inputs.critics[0],
-      ...(inputs.heads.length > 0 ? { rewardHead: inputs.heads[0] } : {}),
-    });
+    const { config } = inputs;
+    const count = 1 + marlhfCritics(config, inputs.agents.length);
+    if (inputs.critics.length !== count) throw new Error(`marlhf needs ${count} critic LMs (the reward model first), got ${inputs.critics.length}`);
+    const [rewardModel, ...critics] = inputs.critics;
+    const [rewardHead, ...criticHeads] = inputs.heads;
+    const reward = { ...trainerInputs(inputs), config, rewardModel, ...(rewardHead ? { rewardHead } : {}) };
+    if (config.rl_algorithm === 'maac') return new MARLHFActorCriticTrainer<unknown, unknown>({ ...reward, critic: critics[0], ...(criticHeads.length > 0 ? { criticHead: criticHeads[0] } : {}) });
+    if (config.rl_algorithm === 'iac') return new MARLHFActorCriticTrainer<unknown, unknown>({ ...reward, ...(critics.length > 0 ? { critics } : {}), ...(criticHeads.length > 0 ? { criticHeads } : {}) });
+    return new MARLHFTrainer<unknown, unknown>(reward);
   },
 };
 

@@ -61,6 +61,16 @@ export interface RunnableTrainer extends CheckpointableTrainer, ResumableTrainer
   dispose(): void;
 }
 
+/** The run config's model paths a trainer's {@link TrainerSpec.criticModels} may fall back to. */
+export interface CriticModelDefaults {
+  /** Each agent's model directory. */
+  readonly agents: readonly string[];
+  /** `model.critic_model`. */
+  readonly criticModel?: string;
+  /** `model.critics`. */
+  readonly critics?: readonly string[];
+}
+
 /**
  * A trainer to register: its config side (name, label, section, aliases, schema, whether it has
  * critics) and how to run it. Functions left out have the defaults named on them.
@@ -77,8 +87,12 @@ export interface TrainerSpec<C extends TrainerSectionFields> extends TrainerSect
   playTask?(config: C, task: PlayedTask): PlayedTask;
   /** What its critic LMs are, for messages (e.g. 'one per agent'). */
   readonly criticsHint?: string;
-  /** Critic LM directories its own section names (MARLHF's `reward_model_name`), used before `model.critics` / `model.critic_model`; null or absent: none. */
-  criticModels?(config: C): readonly string[] | null;
+  /**
+   * Critic LM directories its own section names (MARLHF's `reward_model_name`, `critic_model_name`),
+   * used before `model.critics` / `model.critic_model`; null or absent: none. `models` are the
+   * run config's (to fill what the section leaves to them).
+   */
+  criticModels?(config: C, models: CriticModelDefaults): readonly string[] | null;
   /** Where its models are in a directory its `save` wrote (default: the agents only, `dir/agent_i/`). */
   layout?(config: C, dir: string, numAgents: number): ModelLayout;
   /** The early-termination threshold its evaluation episodes use, which `comlrl eval` follows (default null: every turn is played). */
@@ -98,7 +112,7 @@ export interface RegisteredTrainer {
   readonly criticsHint: string | undefined;
   criticCount(config: TrainerSectionFields, numAgents: number): number;
   /** See {@link TrainerSpec.criticModels} (default null). */
-  criticModels(config: TrainerSectionFields): readonly string[] | null;
+  criticModels(config: TrainerSectionFields, models: CriticModelDefaults): readonly string[] | null;
   agentCount(config: TrainerSectionFields, envAgents: number): number;
   playTask(config: TrainerSectionFields, task: PlayedTask): PlayedTask;
   layout(config: TrainerSectionFields, dir: string, numAgents: number): ModelLayout;
@@ -124,7 +138,7 @@ export function registerTrainer<C extends TrainerSectionFields>(spec: TrainerSpe
     section: spec.section,
     criticsHint: spec.criticsHint,
     criticCount: (config, n) => spec.criticCount?.(typed(config), n) ?? 0,
-    criticModels: (config) => spec.criticModels?.(typed(config)) ?? null,
+    criticModels: (config, models) => spec.criticModels?.(typed(config), models) ?? null,
     agentCount: (config, envAgents) => spec.agentCount?.(typed(config), envAgents) ?? config.num_agents ?? envAgents,
     playTask: (config, task) => spec.playTask?.(typed(config), task) ?? task,
     layout: (config, dir, n) => spec.layout?.(typed(config), dir, n) ?? { agents: agentDirs(dir, n), critics: [], heads: [] },

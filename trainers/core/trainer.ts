@@ -16,7 +16,7 @@ import { createRng, rngFor, type Rng } from '../../src/util/rng.js';
 import type { LrScheduleSettings } from './config.js';
 import { evalTurnMetrics, runEvalCallbacks, runEvalEpisodes, summarizeEval, type EvalCallback, type EvalEpisode } from './eval.js';
 import { saveAgents, type SaveOptions } from './save.js';
-import { agentSampling, PromptTooLongError, type CompletionSampler, type CompletionSource, type GenerationSettings } from './generation.js';
+import { agentSampling, generateGroup, PromptTooLongError, type CompletionGroup, type CompletionSampler, type CompletionSource, type GenerationSettings } from './generation.js';
 import type { UpdateTrace } from './trace.js';
 import type { ResolvedSampling } from '../../src/sampling/defaults.js';
 import { describeItem } from '../../src/data/row-origin.js';
@@ -55,6 +55,26 @@ export interface TrainOptions {
  * when a callback asked the run to stop.
  */
 export type PhaseReport = (phase: string, done: number, total: number) => Promise<boolean>;
+
+/**
+ * What work done before the items (MARLHF's phase 1) uses of the run: the agents and training
+ * tasks, sampling on the training stream, the counters, the timer and the logger.
+ */
+export interface PreItemsHost<T> {
+  readonly agents: readonly Agent[];
+  readonly trainTasks: readonly T[];
+  readonly timer: PhaseTimer;
+  readonly logger: MetricsSink | undefined;
+  /** The run's env step now. */
+  readonly envStep: number;
+  addEnvSteps(n: number): void;
+  /** Counts one optimizer step (`updateSteps`). */
+  countOptimizerStep(): void;
+  /** Agent i's `n` training samples for `promptIds` (the training sampling stream, or the given sampler). */
+  sample(agent: number, promptIds: number[], n: number): Promise<CompletionGroup>;
+  /** An AdamW at a fixed rate, outside the run's learning-rate schedule (see `fixedRateAdamW`). */
+  optimizer(variables: readonly tf.Variable[], lr: number): AdamW;
+}
 
 /** Constructor arguments every trainer takes. */
 export interface TrainerInputs<T, S> {
@@ -354,6 +374,27 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
    */
   protected beforeItems(_report: PhaseReport): Promise<void> {
     return Promise.resolve();
+  }
+
+  /** This run as work before the items sees it (see {@link PreItemsHost}). */
+  protected preItemsHost(): PreItemsHost<T> {
+    // Getters: the host reads the live counter and the sink of the current train() call.
+    const self = this;
+    return {
+      agents: this.agents,
+      trainTasks: this.trainTasks,
+      timer: this.timer,
+      get logger() {
+        return self.logger;
+      },
+      get envStep() {
+        return self.envStep;
+      },
+      addEnvSteps: (n) => void (this.envStep += n),
+      countOptimizerStep: () => void this.optimizerSteps++,
+      sample: (i, promptIds, n) => generateGroup(this.agents[i], promptIds, n, this.settings, this.samplingRng, this.completionSource(i)),
+      optimizer: (variables, lr) => this.fixedRateAdamW(variables, lr),
+    };
   }
 
   /** Plays one training task and updates on whatever buffer it fills. */

@@ -7,13 +7,23 @@
  * `environment_steps_per_pair`) are validated as CoMLRL validates them and otherwise ignored.
  *
  * As CoMLRL: one turn, aligned joint actions, and `rl_algorithm` from CoMLRL's newest list: the
- * MAGRPO family (magrpo, mareinforce, maremax, marloo) trains phase 2; `maac` and `iac` are read
- * with their critic fields and refused by name (comlrl has not ported that dispatch).
+ * MAGRPO family (magrpo, mareinforce, maremax, marloo) trains phase 2 with MAGRPO's update;
+ * `maac` and `iac` with CoLLM-CC's and CoLLM-DC's actor-critic update and the critic fields
+ * ({@link marlhfActorCriticConfig}).
  */
 import { z } from 'zod';
 import type { AdvantageMode } from '../magrpo/advantage.js';
 import { magrpoConfigSchema } from '../magrpo/config.js';
-import { boolField, enumField, finiteNumber, intAtLeast, parseConfig } from '../core/config.js';
+import {
+  COLLM_CC_CONFIG_FIELDS,
+  COLLM_DC_CONFIG_FIELDS,
+  collmCCConfigSchema,
+  collmDCConfigSchema,
+  type CoLLMCCConfig,
+  type CoLLMCCConfigInput,
+  type CoLLMDCConfig,
+} from '../collm/config.js';
+import { boolField, enumField, finiteNumber, intAtLeast, parseConfig, TrainerConfigError } from '../core/config.js';
 import { pairSelectionIssue, PAIR_SELECTIONS } from '../madpo/config.js';
 
 /**
@@ -28,12 +38,22 @@ export type RewardTruncation = (typeof REWARD_TRUNCATIONS)[number];
 
 /**
  * Phase 2's algorithm (CoMLRL's newest `rl_algorithm`): the MAGRPO family trains with MAGRPO's
- * update and the algorithm's `advantage_mode`; `maac` and `iac` (CoMLRL's actor-critic phase 2)
- * are named so that CoMLRL configs read, and refused: comlrl has not ported that dispatch yet.
+ * update and the algorithm's `advantage_mode`; `maac` with CoLLM-CC's update (one centralized
+ * critic), `iac` with CoLLM-DC's (a critic per agent, or a value head on each actor).
  */
 export const MARLHF_RL_ALGORITHMS = ['magrpo', 'mareinforce', 'maremax', 'marloo', 'maac', 'iac'] as const;
 /** See {@link MARLHF_RL_ALGORITHMS}. */
 export type MARLHFRLAlgorithm = (typeof MARLHF_RL_ALGORITHMS)[number];
+
+/** The actor-critic phase-2 algorithms. */
+export const MARLHF_ACTOR_CRITIC_ALGORITHMS = ['maac', 'iac'] as const;
+/** See {@link MARLHF_ACTOR_CRITIC_ALGORITHMS}. */
+export type MARLHFActorCriticAlgorithm = (typeof MARLHF_ACTOR_CRITIC_ALGORITHMS)[number];
+
+/** Whether `rl_algorithm` trains phase 2 with an actor-critic update (maac, iac). */
+export function isActorCriticAlgorithm(algorithm: MARLHFRLAlgorithm): algorithm is MARLHFActorCriticAlgorithm {
+  return (MARLHF_ACTOR_CRITIC_ALGORITHMS as readonly string[]).includes(algorithm);
+}
 
 /** The advantage mode each MAGRPO-family algorithm trains phase 2 with (CoMLRL sets it from `rl_algorithm`). */
 export const MARLHF_ADVANTAGE_MODES: Readonly<Partial<Record<MARLHFRLAlgorithm, AdvantageMode>>> = { magrpo: 'mean', mareinforce: 'raw', maremax: 'max', marloo: 'rloo' };
@@ -90,8 +110,11 @@ const schema = magrpoConfigSchema.safeExtend({
   /** Train only the scalar head (the LM body stays as loaded). */
   reward_freeze_backbone: boolField('reward_freeze_backbone').default(false),
 
-  // ---- CoMLRL's newest MARLHFConfig: the actor-critic phase 2's fields (maac / iac, refused for now) ----
-  /** The critics' LM (null: the agents' model). */
+  // ---- CoMLRL's newest MARLHFConfig: the actor-critic phase 2's fields (maac / iac) ----
+  /**
+   * The critics' LM: a local Hugging Face directory (CLI). Null: `model.critic_model`, else each
+   * agent's own model (CoMLRL's default critic).
+   */
   critic_model_name: z.string({ error: 'critic_model_name must be a directory path or null' }).min(1, { error: 'critic_model_name must not be empty' }).nullable().default(null),
   /** The critics' learning rate (null: agent_learning_rate). */
   critic_learning_rate: finiteNumber('critic_learning_rate', { min: 0, exclusiveMin: true }).nullable().default(null),
@@ -107,15 +130,35 @@ const schema = magrpoConfigSchema.safeExtend({
   critic_value_head_hidden_dim: intAtLeast('critic_value_head_hidden_dim', 1).nullable().default(null),
   /** Hidden width of a shared value head (iac without separate critics); null: a linear head. */
   value_head_hidden_dim: intAtLeast('value_head_hidden_dim', 1).nullable().default(null),
+
+  // ---- comlrl ----
+  /**
+   * maac / iac only: comlrl's CoLLM options that CoMLRL's MARLHFConfig has no field for, under
+   * their `collm_cc:` / `collm_dc:` names (e.g. CoMLRL's update: `update_order: agent`,
+   * `use_importance_ratio: false`, `ratio_clip_range: null`, `use_global_info: false`,
+   * `critic_history: current`, `recompute_targets: false`, `q_advantage: td`,
+   * `value_clip_separate: false`); left out, CoLLM's defaults. Checked when the config is parsed.
+   */
+  actor_critic: z.record(z.string(), z.unknown(), { error: 'actor_critic must be a mapping of CoLLM option names to values' }).optional(),
 }).superRefine((cfg, ctx) => {
   const pairs = pairSelectionIssue(cfg);
   if (pairs !== null) ctx.addIssue({ code: 'custom', path: ['preference_pairs_per_sample'], message: pairs });
-  if (cfg.rl_algorithm === 'maac' || cfg.rl_algorithm === 'iac') {
-    ctx.addIssue({
-      code: 'custom',
-      path: ['rl_algorithm'],
-      message: `rl_algorithm '${cfg.rl_algorithm}' (CoMLRL's actor-critic phase 2) is not available in comlrl's MARLHF yet: use magrpo, mareinforce, maremax or marloo`,
-    });
+  if (cfg.actor_critic !== undefined && !isActorCriticAlgorithm(cfg.rl_algorithm)) {
+    ctx.addIssue({ code: 'custom', path: ['actor_critic'], input: cfg.actor_critic, message: `actor_critic would be ignored: rl_algorithm '${cfg.rl_algorithm}' trains phase 2 with MAGRPO's update; remove it, or set rl_algorithm: maac or iac` });
+  }
+  if (isActorCriticAlgorithm(cfg.rl_algorithm)) {
+    // Phase 2's CoLLM config is checked now, so that a bad `actor_critic` fails before any model loads.
+    try {
+      marlhfActorCriticConfig(cfg);
+    } catch (err) {
+      const issues = err instanceof TrainerConfigError ? err.issues.map((i) => ({ path: ['actor_critic', ...i.field.split('.')], message: i.message })) : [{ path: ['actor_critic'], message: (err as Error).message }];
+      for (const i of issues) ctx.addIssue({ code: 'custom', input: cfg.actor_critic, ...i });
+    }
+  }
+  const criticLMs = cfg.rl_algorithm === 'maac' || (cfg.rl_algorithm === 'iac' && cfg.use_separate_critic);
+  if (cfg.critic_model_name !== null && !criticLMs) {
+    const why = cfg.rl_algorithm === 'iac' ? 'iac with use_separate_critic false puts a value head on each actor' : `rl_algorithm '${cfg.rl_algorithm}' trains phase 2 with MAGRPO's update, which has no critic`;
+    ctx.addIssue({ code: 'custom', path: ['critic_model_name'], input: cfg.critic_model_name, message: `critic_model_name would be ignored: ${why}; remove it, or set rl_algorithm: maac (or iac with use_separate_critic: true)` });
   }
   const mode = MARLHF_ADVANTAGE_MODES[cfg.rl_algorithm];
   if (mode !== undefined && cfg.advantage_mode !== 'mean' && cfg.advantage_mode !== mode) {
@@ -130,6 +173,30 @@ const schema = magrpoConfigSchema.safeExtend({
 /** The advantage mode phase 2 trains with: the one its `rl_algorithm` sets (CoMLRL's dispatch). */
 export function marlhfAdvantageMode(config: Pick<MARLHFConfig, 'rl_algorithm' | 'advantage_mode'>): AdvantageMode {
   return MARLHF_ADVANTAGE_MODES[config.rl_algorithm] ?? config.advantage_mode;
+}
+
+/** comlrl's actor-critic options that CoMLRL's MARLHFConfig has no field for (CoLLM's defaults when left out). */
+export type MARLHFActorCriticExtras = Omit<CoLLMCCConfigInput, keyof MARLHFConfigInput>;
+
+/** Phase 2's validated actor-critic config: CoLLM-CC's for maac, CoLLM-DC's for iac. */
+export type MARLHFActorCriticConfig = CoLLMCCConfig | CoLLMDCConfig;
+
+/**
+ * Phase 2's CoLLM config of a maac / iac MARLHF config: its fields that CoLLM-CC (maac) or
+ * CoLLM-DC (iac) has, with its `actor_critic` and then `extras` over them (see the module comment).
+ * @throws Error naming a key of `actor_critic` / `extras` that the MARLHF config has itself;
+ *   TrainerConfigError naming the field when the result is not a valid CoLLM config.
+ */
+export function marlhfActorCriticConfig(config: MARLHFConfig, extras: MARLHFActorCriticExtras = {}): MARLHFActorCriticConfig {
+  if (!isActorCriticAlgorithm(config.rl_algorithm)) throw new Error(`marlhfActorCriticConfig: rl_algorithm '${config.rl_algorithm}' trains phase 2 with MAGRPO's update, not an actor-critic one`);
+  const options: Record<string, unknown> = { ...config.actor_critic, ...extras };
+  const own = Object.keys(options).filter((k) => k in schema.shape);
+  if (own.length > 0) throw new Error(`marlhf.actor_critic: ${own.join(', ')} ${own.length === 1 ? 'is a MARLHF key' : 'are MARLHF keys'}: set ${own.length === 1 ? 'it' : 'them'} in the marlhf section itself`);
+  const fields = config.rl_algorithm === 'maac' ? COLLM_CC_CONFIG_FIELDS : COLLM_DC_CONFIG_FIELDS;
+  const shared = Object.fromEntries(Object.entries(config).filter(([k]) => fields.includes(k)));
+  const label = `marlhf (${config.rl_algorithm}) actor_critic`;
+  const input = { ...shared, ...options };
+  return config.rl_algorithm === 'maac' ? parseConfig(label, collmCCConfigSchema, input, COLLM_CC_CONFIG_FIELDS) : parseConfig(label, collmDCConfigSchema, input, COLLM_DC_CONFIG_FIELDS);
 }
 
 /** MARLHF config as written by users (snake_case, every field optional). */
