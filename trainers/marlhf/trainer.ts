@@ -18,7 +18,7 @@
  * the fitted reward model (`reward_model/`: LM, tokenizer, `value_head.*`) and the phase; resuming
  * one continues phase 2 exactly, and a run stopped during phase 1 restarts it from the seed.
  *
- * Differences from CoMLRL (docs/differences-madpo-marlhf.md): phase 1's candidates count as env
+ * Differences from CoMLRL (docs/differences.md): phase 1's candidates count as env
  * steps (the task's environment scored them; CoMLRL leaves env_step at 0 and logs the reward model
  * at step 0); a phase 1 without any non-tied pair is an error (CoMLRL prints a note and trains
  * nothing); the reward model reads the centralized critic's layout of the joint text (CoMLRL: its
