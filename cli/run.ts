@@ -115,7 +115,7 @@ export function summaryLines(r: RunResult, metricsRows: number): string[] {
   const lines = [
     r.completed
       ? `[comlrl] done: ${r.step}/${r.totalSteps} steps in ${formatDuration(r.seconds)} · ${formatNumber(r.tokensPerSecond)} tokens/s · peak RSS ${formatBytes(r.peakRssBytes)}`
-      : `[comlrl] stopped at step ${r.step}/${r.totalSteps} (checkpoint written); continue with: comlrl train --resume ${rel(r.runDir)}`,
+      : `[comlrl] stopped at step ${r.step}/${r.totalSteps} (checkpoint written); continue with: npx comlrl train --resume ${rel(r.runDir)}`,
   ];
   if (!r.completed) lines.push(`[comlrl] checkpoint: ${rel(path.join(r.runDir, RUN_FILES.checkpoints, checkpointName(r.step)))}`);
   if (r.peakTensorBytes !== undefined) {
