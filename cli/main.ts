@@ -17,6 +17,7 @@ import { evalCommand, EVAL_USAGE } from './commands/eval.js';
 import { setupCommand, SETUP_USAGE } from './commands/setup.js';
 import { tinyModelCommand, TINY_MODEL_USAGE } from './commands/tiny-model.js';
 import { trainCommand, TRAIN_USAGE } from './commands/train.js';
+import { trainerNames } from '../trainers/registry.js';
 
 export type { CommandContext } from './context.js';
 
@@ -36,6 +37,8 @@ export const MAIN_USAGE = [
   '',
   'commands:',
   ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(12)}${c.summary}`),
+  '',
+  `trainers (a config's trainer): ${trainerNames().join(', ')}`,
   '',
   'Run `npx comlrl <command> --help` for its options. Start with `npx comlrl demo`.',
 ].join('\n');

@@ -6,6 +6,7 @@
 //   node scripts/build.mjs --if-changed  builds only when the sources changed since the last build
 //                                        (`prepare`: npm runs it on `npm ci`/`npm install` in a clone,
 //                                        and twice when installing comlrl from a git URL)
+//   node scripts/build.mjs --check       exit 0 when dist/ is up to date with the sources, else 1
 import { spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import fs from 'node:fs';
@@ -40,6 +41,7 @@ function inputsHash(tscPackage) {
 
 function main() {
   const ifChanged = process.argv.includes('--if-changed');
+  const check = process.argv.includes('--check');
   let tscPackage;
   try {
     tscPackage = createRequire(path.join(ROOT, 'package.json')).resolve('typescript/package.json');
@@ -48,7 +50,12 @@ function main() {
     return 1;
   }
   const hash = inputsHash(tscPackage);
-  if (ifChanged && fs.existsSync(STAMP) && fs.readFileSync(STAMP, 'utf8').trim() === hash) {
+  const fresh = fs.existsSync(STAMP) && fs.readFileSync(STAMP, 'utf8').trim() === hash;
+  if (check) {
+    console.log(fresh ? `${TAG} dist/ is up to date with the sources` : `${TAG} dist/ is missing or older than the sources: run \`npm run build\``);
+    return fresh ? 0 : 1;
+  }
+  if (ifChanged && fresh) {
     console.log(`${TAG} dist/ is up to date with the sources`);
     return 0;
   }
