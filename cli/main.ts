@@ -14,6 +14,7 @@ import type { CommandContext } from './context.js';
 import { UsageError } from './args.js';
 import { demoCommand, DEMO_USAGE } from './commands/demo.js';
 import { evalCommand, EVAL_USAGE } from './commands/eval.js';
+import { setupCommand, SETUP_USAGE } from './commands/setup.js';
 import { tinyModelCommand, TINY_MODEL_USAGE } from './commands/tiny-model.js';
 import { trainCommand, TRAIN_USAGE } from './commands/train.js';
 // The built-in trainers register as this loads (cli/schemas.js imports them too).
@@ -27,6 +28,7 @@ const COMMANDS: Record<string, { run: (argv: readonly string[], ctx: CommandCont
   eval: { run: evalCommand, usage: EVAL_USAGE, summary: "compute a task's paper metric for base models or a trained checkpoint" },
   demo: { run: demoCommand, usage: DEMO_USAGE, summary: 'train two tiny agents on a toy collaboration task, end to end (10–30 s on a laptop CPU)' },
   'tiny-model': { run: tinyModelCommand, usage: TINY_MODEL_USAGE, summary: 'write a tiny random Hugging Face checkpoint (qwen3, qwen2, llama)' },
+  setup: { run: setupCommand, usage: SETUP_USAGE, summary: 'build a native backend (torch or tensorflow) for this project' },
 };
 
 /**
@@ -43,9 +45,9 @@ export function mainUsage(): string {
     ...Object.entries(COMMANDS).map(([name, c]) => `  ${name.padEnd(12)}${c.summary}`),
     '',
     `trainers: ${trainerNames().join(', ')}`,
-    '  (a config selects one by its section; `comlrl demo --trainer NAME` runs one on a toy task)',
+    '  (a config selects one by its section; `npx comlrl demo --trainer NAME` runs one on a toy task)',
     '',
-    'Run `comlrl <command> --help` for its options. Start with `comlrl demo`.',
+    'Run `npx comlrl <command> --help` for its options. Start with `npx comlrl demo`.',
   ].join('\n');
 }
 

@@ -144,8 +144,8 @@ export function summaryLines(r: RunResult, metricsRows: number): string[] {
     r.completed
       ? `[comlrl] done: ${r.step}/${r.totalSteps} steps in ${formatDuration(r.seconds)} · ${formatNumber(r.tokensPerSecond)} tokens/s · peak RSS ${formatBytes(r.peakRssBytes)}`
       : stoppedWithout
-        ? `[comlrl] stopped at step ${r.step}/${r.totalSteps} before its first checkpoint; start it again with: comlrl train --resume ${rel(r.runDir)}`
-        : `[comlrl] stopped at step ${r.step}/${r.totalSteps} (checkpoint written); continue with: comlrl train --resume ${rel(r.runDir)}`,
+        ? `[comlrl] stopped at step ${r.step}/${r.totalSteps} before its first checkpoint; start it again with: npx comlrl train --resume ${rel(r.runDir)}`
+        : `[comlrl] stopped at step ${r.step}/${r.totalSteps} (checkpoint written); continue with: npx comlrl train --resume ${rel(r.runDir)}`,
   ];
   if (!r.completed && !stoppedWithout) lines.push(`[comlrl] checkpoint: ${rel(checkpoint)}`);
   if (r.peakTensorBytes !== undefined) {

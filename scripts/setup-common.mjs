@@ -1,11 +1,42 @@
-// What the backend setup scripts (setup-tensorflow.mjs, setup-torch.mjs) share: one setup at a time
-// per folder, the build in a stage folder swapped in whole, and nothing left half-done when a
-// step fails or the user interrupts.
+// What the backend setup scripts (setup-tensorflow.mjs, setup-torch.mjs) share: where a backend
+// goes, one setup at a time per folder, the build in a stage folder swapped in whole, and nothing
+// left half-done when a step fails or the user interrupts.
+import { spawnSync } from 'node:child_process';
 import fs from 'node:fs';
 import path from 'node:path';
+import { pathToFileURL } from 'node:url';
 
 /** A failure the user can act on: printed as its message, without a stack. */
 export class SetupError extends Error {}
+
+/**
+ * Builds the library (scripts/build.mjs) when `<root>/dist` lacks it: a clone after
+ * `npm ci --ignore-scripts`. An installed package ships dist/ and has no build script.
+ */
+export function ensureLibraryBuilt(root, log) {
+  if (fs.existsSync(path.join(root, 'dist', 'src', 'index.js'))) return;
+  const build = path.join(root, 'scripts', 'build.mjs');
+  if (!fs.existsSync(build)) throw new SetupError(`${root}/dist is missing: reinstall comlrl.`);
+  log('building the library (npm run build)');
+  const r = spawnSync(process.execPath, [build], { cwd: root, encoding: 'utf8' });
+  if (r.status !== 0) throw new SetupError(`the library did not build; run \`npm run build\` in ${root} and read its errors:\n${(r.stdout + r.stderr).trim().split('\n').slice(-5).join('\n')}`);
+}
+
+/**
+ * The folder `backend` is set up in, as the library will look for it at run time (one rule, in
+ * src/backend/setup-home.ts): `{ base, rule }`.
+ */
+export async function backendBase(root, backend, log) {
+  ensureLibraryBuilt(root, log);
+  const { nativeBackendBase } = await import(pathToFileURL(path.join(root, 'dist', 'src', 'backend', 'setup-home.js')).href);
+  return nativeBackendBase(backend, { packageRoot: root, env: process.env, cwd: process.cwd() });
+}
+
+/** A folder as the user should read it: relative to the working directory when inside it. */
+export function shownPath(p) {
+  const rel = path.relative(process.cwd(), p);
+  return rel === '' ? p : rel.startsWith('..') || path.isAbsolute(rel) ? p : rel;
+}
 
 /**
  * Takes `<base>/.setup.lock` (a lock whose process is gone is taken over) and removes what an

@@ -1,11 +1,14 @@
 #!/usr/bin/env node
 // Sets up comlrl's `tensorflow` backend from the npm and Python registries only: tfjs-node 4.22.0
 // (installed with its scripts off, so it downloads nothing) compiled from source against the C
-// libraries and headers inside PyPI's tensorflow-cpu wheel. Everything lands in
-// <package root>/.tensorflow/cpu, built in a staging folder and renamed into place at the end, so
-// a failure or Ctrl-C leaves the previous state (installed or not) untouched.
+// libraries and headers inside PyPI's tensorflow-cpu wheel. Everything lands in BASE/cpu (BASE:
+// .tensorflow in a clone, <project>/.comlrl/tensorflow where comlrl is a dependency,
+// $COMLRL_HOME/tensorflow when set; see src/backend/setup-home.ts), built in a staging folder and
+// renamed into place at the end, so a failure or Ctrl-C leaves the previous state (installed or
+// not) untouched.
 //
-//   node scripts/setup-tensorflow.mjs [--force] [--check]
+//   npx comlrl setup tensorflow [--force] [--check]
+//   node scripts/setup-tensorflow.mjs ... (the same; `npm run setup:tensorflow` in a clone)
 //
 // Exit codes: 0 ready, 1 failed (message says what to change), 2 bad arguments.
 import { createHash } from 'node:crypto';
@@ -14,7 +17,7 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { installStaged, runSetup, SetupError } from './setup-common.mjs';
+import { backendBase, installStaged, runSetup, SetupError, shownPath } from './setup-common.mjs';
 
 /** Everything this script fetches, pinned. The wheel's hash is PyPI's published sha256. */
 export const PINS = Object.freeze({
@@ -34,8 +37,9 @@ export const PINS = Object.freeze({
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(here, '..');
-const BASE = path.join(ROOT, '.tensorflow');
-const TARGET = path.join(BASE, 'cpu');
+// Set by main() from backendBase() before anything reads them.
+let BASE = '';
+let TARGET = '';
 const TAG = '[setup:tensorflow]';
 // Only these parts of the wheel are needed: the two libraries and the C API headers they include.
 const LIBS = ['tensorflow/libtensorflow_cc.so.2', 'tensorflow/libtensorflow_framework.so.2'];
@@ -50,7 +54,9 @@ function usage() {
   return [
     'usage: node scripts/setup-tensorflow.mjs [--force] [--check]',
     '',
-    `Builds the 'tensorflow' backend (tfjs-node ${PINS.tfjsNode} over ${PINS.wheel.project} ${PINS.wheel.version}) into .tensorflow/cpu.`,
+    `Builds the 'tensorflow' backend (tfjs-node ${PINS.tfjsNode} over ${PINS.wheel.project} ${PINS.wheel.version}) into FOLDER/cpu,`,
+    'where FOLDER is $COMLRL_HOME/tensorflow when COMLRL_HOME is set, else <project>/.comlrl/tensorflow',
+    "when comlrl is a dependency of <project>, else (a clone of comlrl) the clone's .tensorflow.",
     '  --force   rebuild even when a working install is present',
     '  --check   only report whether the backend is installed and loads (exit 0 yes, 1 no)',
     '',
@@ -100,6 +106,21 @@ function preflight() {
   }
   const tfjsVersion = JSON.parse(fs.readFileSync(tfjsPkg, 'utf8')).version;
   if (tfjsVersion !== PINS.tfjs) fail(`@tensorflow/tfjs is ${tfjsVersion}, but tfjs-node ${PINS.tfjsNode} needs @tensorflow/tfjs ${PINS.tfjs}: run \`npm ci\`.`);
+  // tfjs-node finds @tensorflow/tfjs by walking up from its own folder: it must reach comlrl's copy
+  // (one engine), so BASE must lie inside the project that holds it.
+  let fromBase = null;
+  try {
+    fromBase = fs.realpathSync(createRequire(path.join(BASE, 'cpu', 'index.js')).resolve('@tensorflow/tfjs/package.json'));
+  } catch {
+    fromBase = null;
+  }
+  if (fromBase !== fs.realpathSync(tfjsPkg)) {
+    fail(
+      `the backend folder ${BASE} is outside the project whose node_modules hold comlrl's @tensorflow/tfjs (${path.dirname(tfjsPkg)}): ` +
+        `from there Node ${fromBase === null ? 'finds no @tensorflow/tfjs' : `finds another copy (${path.dirname(fromBase)})`}, so tfjs-node would not share comlrl's engine. ` +
+        `${process.env.COMLRL_HOME ? 'Unset COMLRL_HOME, or set it to a folder inside that project.' : 'Install comlrl into the project you run it from.'}`,
+    );
+  }
 
   const python = process.env.COMLRL_PYTHON || 'python3';
   const py = run(python, ['--version']);
@@ -122,9 +143,10 @@ function preflight() {
   const nodeGyp = gypCandidates.find((p) => fs.existsSync(p));
   if (!nodeGyp) fail(`node-gyp was not found (looked at ${gypCandidates.join(', ')}): run this through \`npm run setup:tensorflow\`, which provides npm's own node-gyp.`);
 
-  const free = fs.statfsSync(ROOT);
+  fs.mkdirSync(BASE, { recursive: true });
+  const free = fs.statfsSync(BASE);
   const freeGb = (free.bavail * free.bsize) / 1e9;
-  if (freeGb < 2) fail(`only ${freeGb.toFixed(1)} GB free under ${ROOT}; the setup needs about 2 GB while it runs (1.2 GB when done).`);
+  if (freeGb < 2) fail(`only ${freeGb.toFixed(1)} GB free under ${BASE}; the setup needs about 2 GB while it runs (1.2 GB when done).`);
   return { python, nodedir, nodeGyp, pythonLabel: firstLine(py.stdout || py.stderr) };
 }
 
@@ -312,10 +334,12 @@ async function build(tools, stage) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const t0 = Date.now();
+  BASE = (await backendBase(ROOT, 'tensorflow', log)).base;
+  TARGET = path.join(BASE, 'cpu');
   if (opts.check) {
     const m = readManifest(TARGET);
     if (!manifestMatches(m)) {
-      console.log(`${TAG} not installed (run npm run setup:tensorflow)`);
+      console.log(`${TAG} not installed in ${shownPath(TARGET)} (run npx comlrl setup tensorflow)`);
       process.exit(1);
     }
     const problem = verify(TARGET);
@@ -323,12 +347,12 @@ async function main() {
     process.exit(problem === null ? 0 : 1);
   }
   if (!opts.force && manifestMatches(readManifest(TARGET)) && verify(TARGET) === null) {
-    log(`already set up in ${path.relative(process.cwd(), TARGET) || TARGET} (use --force to rebuild)`);
+    log(`already set up in ${shownPath(TARGET)} (use --force to rebuild)`);
     return;
   }
   const tools = preflight();
   await installStaged({ base: BASE, target: TARGET, tag: TAG, build: (stage) => build(tools, stage), stopChild: () => running?.kill('SIGKILL') });
-  log(`done in ${Math.round((Date.now() - t0) / 1000)} s: backend 'tensorflow' installed in ${path.relative(process.cwd(), TARGET) || TARGET}`);
+  log(`done in ${Math.round((Date.now() - t0) / 1000)} s: backend 'tensorflow' installed in ${shownPath(TARGET)}`);
   log("use it with COMLRL_BACKEND=tensorflow (or backend: tensorflow in a config; 'auto', the default, now picks it)");
 }
 

@@ -2,11 +2,14 @@
 // Sets up comlrl's `torch` backend: compiles native/torch/comlrl_torch.cc (a small N-API addon)
 // against a PyTorch install. Which torch: --python PATH (or COMLRL_TORCH_PYTHON), else python3's
 // own when it imports torch, else the torch wheel installed with pip into the build folder. The
-// build happens in a staging folder under <package root>/.torch and is renamed to .torch/build at
-// the end, so a failure or Ctrl-C leaves the previous state (installed or not) untouched. A re-run
-// keeps a working install (whatever its torch) unless --force is given or --python names another.
+// build happens in a staging folder under the backend's folder (BASE: .torch in a clone,
+// <project>/.comlrl/torch where comlrl is a dependency, $COMLRL_HOME/torch when set; see
+// src/backend/setup-home.ts) and is renamed to BASE/build at the end, so a failure or Ctrl-C leaves
+// the previous state (installed or not) untouched. A re-run keeps a working install (whatever its
+// torch) unless --force is given or --python names another.
 //
-//   node scripts/setup-torch.mjs [--python PATH] [--device cpu|cuda] [--force] [--check]
+//   npx comlrl setup torch [--python PATH] [--device cpu|cuda] [--force] [--check]
+//   node scripts/setup-torch.mjs ... (the same; `npm run setup:torch` in a clone)
 //
 // Exit codes: 0 ready, 1 failed (message says what to change), 2 bad arguments.
 import { spawn, spawnSync } from 'node:child_process';
@@ -14,7 +17,7 @@ import { createHash } from 'node:crypto';
 import fs from 'node:fs';
 import path from 'node:path';
 import { fileURLToPath, pathToFileURL } from 'node:url';
-import { installStaged, runSetup, SetupError } from './setup-common.mjs';
+import { backendBase, installStaged, runSetup, SetupError, shownPath } from './setup-common.mjs';
 
 /** The pip fallback. Through /opt/wheels-style find-links or the PyTorch CPU index this is
  * 2.13.0+cpu; note that on the public PyPI the Linux `torch==2.13.0` is the CUDA build. */
@@ -22,8 +25,9 @@ export const PINS = Object.freeze({ torch: '2.13.0', pipFreeGb: 1.5 });
 
 const here = path.dirname(fileURLToPath(import.meta.url));
 const ROOT = path.resolve(here, '..');
-const BASE = path.join(ROOT, '.torch');
-const TARGET = path.join(BASE, 'build');
+// Set by main() from backendBase() before anything reads them.
+let BASE = '';
+let TARGET = '';
 const SOURCE = path.join(ROOT, 'native', 'torch', 'comlrl_torch.cc');
 
 /** The addon source's SHA-256: an install built from other source is rebuilt. */
@@ -43,9 +47,11 @@ function usage() {
   return [
     'usage: node scripts/setup-torch.mjs [--python PATH] [--device cpu|cuda] [--force] [--check]',
     '',
-    "Builds the 'torch' backend (an addon over libtorch) into .torch/build.",
+    "Builds the 'torch' backend (an addon over libtorch) into FOLDER/build, where FOLDER is",
+    '$COMLRL_HOME/torch when COMLRL_HOME is set, else <project>/.comlrl/torch when comlrl is a',
+    "dependency of <project>, else (a clone of comlrl) the clone's .torch.",
     '  --python PATH    use the torch of this Python (default: env COMLRL_TORCH_PYTHON, else python3',
-    `                   when it imports torch, else pip-installs torch==${PINS.torch} into .torch/build/site)`,
+    `                   when it imports torch, else pip-installs torch==${PINS.torch} into FOLDER/build/site)`,
     '  --device D       cpu (default) or cuda: cuda also checks the addon on the GPU (env COMLRL_TORCH_DEVICE)',
     '  --force          rebuild even when a working install is present',
     '  --check          only report whether the backend is installed and works (exit 0 yes, 1 no)',
@@ -133,7 +139,7 @@ function chooseTorch(opts) {
   if (opts.python) {
     const p = probeTorch(opts.python);
     if (p.notFound) fail(`Python '${opts.python}' (from ${process.env.COMLRL_TORCH_PYTHON === opts.python ? 'COMLRL_TORCH_PYTHON' : '--python'}) was not found.`);
-    if (p.error) fail(`Python '${opts.python}' cannot import torch (${p.error}): install PyTorch into it, or drop --python (and COMLRL_TORCH_PYTHON) to let this script pip-install torch ${PINS.torch} (CPU) into .torch/build/site.`);
+    if (p.error) fail(`Python '${opts.python}' cannot import torch (${p.error}): install PyTorch into it, or drop --python (and COMLRL_TORCH_PYTHON) to let this script pip-install torch ${PINS.torch} (CPU) into ${shownPath(path.join(TARGET, 'site'))}.`);
     log(`using torch ${p.info.version} of ${opts.python} (${p.info.dir})`);
     return { source: 'python', info: p.info };
   }
@@ -260,17 +266,7 @@ function verify(addon, device) {
   return { problem: grad === null ? null : `the tfjs gradient through the torch backend failed:\n${grad}`, gradient: 'checked' };
 }
 
-/** In a clone whose library is not built yet (`npm ci` then this script), builds it for the gradient check. */
-function buildLibraryIfMissing() {
-  const tsc = path.join(ROOT, 'node_modules', 'typescript', 'bin', 'tsc');
-  if (fs.existsSync(TORCH_BACKEND_JS) || !fs.existsSync(tsc) || !fs.existsSync(path.join(ROOT, 'tsconfig.json'))) return;
-  log('building the library (tsc) for the gradient check');
-  const r = run(process.execPath, [tsc, '-p', 'tsconfig.json'], { cwd: ROOT });
-  if (r.status !== 0) log(`the library did not build (${tail(r.stdout || r.stderr, 3)}); the gradient check is skipped`);
-}
-
 function verified(addon, device) {
-  buildLibraryIfMissing();
   const v = verify(addon, device);
   if (v.gradient === 'skipped') log("gradient check skipped: the library is not built with its torch backend (dist/src/backend/torch is missing; `npm test` builds it)");
   return v.problem;
@@ -307,7 +303,7 @@ async function build(tools, opts, stage, t0) {
   if (tools.source === 'pip') {
     info = await pipInstall(tools, stage);
     importable = info.importable;
-    log(`installed torch ${info.version} (${importable ? 'importable' : 'not importable'} with PYTHONPATH=.torch/build/site)`);
+    log(`installed torch ${info.version} (${importable ? 'importable' : 'not importable'} with PYTHONPATH=${shownPath(path.join(TARGET, 'site'))})`);
   } else info = tools.info;
   checkCuda(info, opts);
   const out = path.join(stage, ADDON);
@@ -346,15 +342,17 @@ async function build(tools, opts, stage, t0) {
 async function main() {
   const opts = parseArgs(process.argv.slice(2));
   const t0 = Date.now();
-  const shown = path.relative(process.cwd(), TARGET) || TARGET;
+  BASE = (await backendBase(ROOT, 'torch', log)).base;
+  TARGET = path.join(BASE, 'build');
+  const shown = shownPath(TARGET);
   if (opts.check) {
     const m = readManifest(TARGET);
     if (m === null || m.node?.modules !== process.versions.modules) {
-      console.log(`${TAG} not installed${m ? ` for this Node.js (built for modules ${m.node?.modules}, this is ${process.versions.modules})` : ''} (run npm run setup:torch)`);
+      console.log(`${TAG} not installed in ${shown}${m ? ` for this Node.js (built for modules ${m.node?.modules}, this is ${process.versions.modules})` : ''} (run npx comlrl setup torch)`);
       process.exit(1);
     }
     if (m.addonSource !== sourceHash()) {
-      console.log(`${TAG} installed, but its addon was built from older source: run npm run setup:torch`);
+      console.log(`${TAG} installed, but its addon was built from older source: run npx comlrl setup torch`);
       process.exit(1);
     }
     if (opts.device === 'cuda' && !m.torch.cuda) {

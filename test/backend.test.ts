@@ -46,7 +46,7 @@ describe('initBackend', () => {
       ? ['torch', tensorflowInstalled() ? 'torch trains faster than tensorflow on CPU' : 'torch is installed']
       : tensorflowInstalled()
         ? ['tensorflow', 'tensorflow is installed']
-        : ['wasm', 'no native backend is set up; npm run setup:tensorflow or npm run setup:torch adds one'];
+        : ['wasm', 'no native backend is set up; npx comlrl setup tensorflow or npx comlrl setup torch adds one'];
     expect(await initBackend()).toBe(expected);
     expect(tf.getBackend()).toBe(expected);
     expect(await initBackend('auto')).toBe(expected);
@@ -78,7 +78,7 @@ describe('initBackend', () => {
     process.env.COMLRL_BACKEND = 'tpu';
     await expect(initBackend()).rejects.toThrow(/COMLRL_BACKEND: unknown backend 'tpu'; expected one of auto, wasm, cpu, tensorflow/);
     if (!tensorflowInstalled()) {
-      await expect(initBackend('tensorflow')).rejects.toThrow(/not installed: run `npm run setup:tensorflow` .* or `npm i @tensorflow\/tfjs-node@4\.22\.0`/);
+      await expect(initBackend('tensorflow')).rejects.toThrow(/not installed: run `npx comlrl setup tensorflow` .* or `npm i @tensorflow\/tfjs-node@4\.22\.0`/);
     }
     await expect(initBackend('tensorflow-gpu')).rejects.toThrow(/npm i @tensorflow\/tfjs-node-gpu@4\.22\.0/);
     await expect(initBackend('webgpu')).rejects.toThrow(/'webgpu' \(experimental\) needs the optional package webgpu: run `npm i webgpu@0.6.2`/);

@@ -165,7 +165,7 @@ test('Ctrl-C with no checkpoint due stops at the next item with a checkpoint, ex
   const err = child.stderr();
   expect(code, err).toBe(130);
   expect(err).toMatch(/interrupt: stopping after the current item and writing a checkpoint/);
-  const m = /stopped at step (\d+)\/16 \(checkpoint written\); continue with: comlrl train --resume (\S+)/.exec(err);
+  const m = /stopped at step (\d+)\/16 \(checkpoint written\); continue with: npx comlrl train --resume (\S+)/.exec(err);
   expect(m, err).not.toBeNull();
   const step = Number(m?.[1]);
   expect(step).toBe(3);
@@ -187,7 +187,7 @@ test('a second Ctrl-C during the checkpoint write waits for it, says so, and lea
   const err = child.stderr();
   expect(code, err).toBe(130);
   expect(err).toMatch(/interrupt again: a checkpoint is being written; quitting as soon as it is complete/);
-  expect(err).toMatch(/checkpoint complete; quitting; continue with: comlrl train --resume \S*double$/m);
+  expect(err).toMatch(/checkpoint complete; quitting; continue with: npx comlrl train --resume \S*double$/m);
   // process.exit on the second Ctrl-C still removed the run's lock.
   expect(existsSync(join(run, 'run.lock'))).toBe(false);
   expect(await stepCheckpoints(run)).toEqual(['step-000005']);
@@ -227,7 +227,7 @@ test('SIGTERM stops `demo` with a checkpoint and a resume hint (exit 130)', asyn
   const err = child.stderr();
   expect(code, err).toBe(130);
   expect(err).toMatch(/interrupt \(SIGTERM\): stopping after the current item and writing a checkpoint/);
-  expect(err).toMatch(/continue with: comlrl train --resume /);
+  expect(err).toMatch(/continue with: npx comlrl train --resume /);
   expect(await stepCheckpoints(out)).toEqual(['step-000004']);
 });
 

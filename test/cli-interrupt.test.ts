@@ -143,7 +143,7 @@ test('a second Ctrl-C during a checkpoint write quits once it is complete and pr
   const ckpt = await secondSignalDuring(join(run, 'checkpoints', 'step-000004'));
   expect(ckpt.exited).toBe(130);
   expect(ckpt.lines.join('\n')).toContain('interrupt again: a checkpoint is being written; quitting as soon as it is complete');
-  expect(ckpt.lines.at(-1)).toBe(`[comlrl] checkpoint complete; quitting; continue with: comlrl train --resume ${displayPath(run)}`);
+  expect(ckpt.lines.at(-1)).toBe(`[comlrl] checkpoint complete; quitting; continue with: npx comlrl train --resume ${displayPath(run)}`);
   // final/ completes the run: there is nothing to resume.
   const fin = await secondSignalDuring(join(run, 'final'));
   expect(fin.exited).toBe(130);

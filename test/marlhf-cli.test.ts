@@ -124,7 +124,7 @@ test('Ctrl-C in phase 1 is answered within 1 s, at its next step; the run stops 
   const rows = readMetrics(join(out, 'metrics.jsonl'));
   expect(rows.some((r) => 'reward_model/loss' in r)).toBe(false);
   expect(existsSync(join(out, 'checkpoints', 'step-000000'))).toBe(false);
-  expect(text).toMatch(/stopped at step 0\/5 before its first checkpoint; start it again with: comlrl train --resume /);
+  expect(text).toMatch(/stopped at step 0\/5 before its first checkpoint; start it again with: npx comlrl train --resume /);
   expect(text).not.toMatch(/checkpoint written/);
 });
 

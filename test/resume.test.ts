@@ -189,7 +189,7 @@ describe('damaged or incompatible checkpoints are refused and nothing is changed
     expect(result.completed).toBe(false);
     expect(result.step).toBe(1);
     expect(result.checkpoints.map((c) => c.slice(-11))).toEqual(['step-000001']);
-    expect(lines.join('\n')).toMatch(/stopped at step 1\/8 \(checkpoint written\); continue with: comlrl train --resume/);
+    expect(lines.join('\n')).toMatch(/stopped at step 1\/8 \(checkpoint written\); continue with: npx comlrl train --resume/);
     const r = await cli(['train', '--resume', out]);
     expect(r.code, r.err).toBe(0);
   });

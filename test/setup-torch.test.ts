@@ -49,7 +49,7 @@ describe('setup:torch', () => {
       fs.writeFileSync(file, JSON.stringify({ ...JSON.parse(original), addonSource: 'an older source' }));
       const r = setup(['--check']);
       expect(r.status).toBe(1);
-      expect(r.stdout).toContain('its addon was built from older source: run npm run setup:torch');
+      expect(r.stdout).toContain('its addon was built from older source: run npx comlrl setup torch');
     } finally {
       fs.writeFileSync(file, original);
     }

@@ -51,7 +51,7 @@ describe('torch backend', () => {
     expect(resolveTorchDevice(b.addon, 'cpu')).toBe('cpu');
     const gpus = Number(b.addon.runtime('cuda_devices', 0));
     if (gpus === 0) {
-      expect(() => resolveTorchDevice(b.addon, 'cuda')).toThrow(/sees no CUDA GPU.*setup:torch -- --python/);
+      expect(() => resolveTorchDevice(b.addon, 'cuda')).toThrow(/sees no CUDA GPU.*npx comlrl setup torch --python/);
       expect(resolveTorchDevice(b.addon, 'auto')).toBe('cpu');
     } else {
       expect(resolveTorchDevice(b.addon, 'cuda')).toBe('cuda:0');

@@ -127,7 +127,7 @@ export const DEMO_USAGE = formatUsage(
     'a progress bar, evaluation before and after, what the agents wrote for two prompts before',
     'and after, and a run directory with config.yaml, metrics.jsonl, plots.html (the curves),',
     'checkpoints and the final models. Needs nothing but `npm install`.',
-    'Ctrl-C stops at the next item with a checkpoint (exit 130); `comlrl train --resume DIR` continues it.',
+    'Ctrl-C stops at the next item with a checkpoint (exit 130); `npx comlrl train --resume DIR` continues it.',
   ].join('\n'),
   OPTIONS,
 );
@@ -254,6 +254,6 @@ export function demoReport(r: RunResult, seconds: number): string {
     if (margin <= 0) lines.push('demo: the reward did not rise this time; try more --steps or another --seed');
   }
   lines.push(`demo: run directory ${rel} (plots.html: the curves; config.yaml, metrics.jsonl, final/)`);
-  lines.push(`demo: train it again with: comlrl train --config ${path.join(rel, 'config.yaml')} --set output.dir=${rel}-again`);
+  lines.push(`demo: train it again with: npx comlrl train --config ${path.join(rel, 'config.yaml')} --set output.dir=${rel}-again`);
   return lines.join('\n');
 }

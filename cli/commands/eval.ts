@@ -69,8 +69,8 @@ export async function trainedAgentsRoot(dir: string, note: (line: string) => voi
     } catch (err) {
       // A final/ without a manifest or with a damaged file is never evaluated as the trained models.
       const why = err instanceof CheckpointError ? err.message : String(err);
-      if (ckpts.length === 0) throw new Error(`--checkpoint ${dir}: final/ is incomplete or damaged (${why}); rebuild it with comlrl train --resume ${dir}`);
-      note(`[comlrl eval] warning: final/ is incomplete or damaged (${why}); evaluating the newest checkpoint ${ckpts[0]} instead (comlrl train --resume ${dir} rebuilds final/)`);
+      if (ckpts.length === 0) throw new Error(`--checkpoint ${dir}: final/ is incomplete or damaged (${why}); rebuild it with npx comlrl train --resume ${dir}`);
+      note(`[comlrl eval] warning: final/ is incomplete or damaged (${why}); evaluating the newest checkpoint ${ckpts[0]} instead (npx comlrl train --resume ${dir} rebuilds final/)`);
       return ckpts[0];
     }
   }
@@ -125,7 +125,7 @@ async function evalAgentDirs(request: EvalRequest, numAgents: number, note: (lin
   const root = await trainedAgentsRoot(checkpoint, note);
   if (existsSync(path.join(root, MANIFEST_FILE))) await verifyCheckpoint(root);
   else if (path.basename(root) === RUN_FILES.final) {
-    throw new Error(`--checkpoint ${checkpoint}: ${root} has no ${MANIFEST_FILE}: it is incomplete (cut short while being written); comlrl train --resume ${path.dirname(root)} rebuilds it`);
+    throw new Error(`--checkpoint ${checkpoint}: ${root} has no ${MANIFEST_FILE}: it is incomplete (cut short while being written); npx comlrl train --resume ${path.dirname(root)} rebuilds it`);
   }
   return { dirs: [...getTrainer(config.trainer).layout(config.trainerConfig, root, numAgents).agents], root };
 }

@@ -71,7 +71,7 @@ export async function trainCommand(argv: readonly string[], ctx: CommandContext)
   // SIGTERM (what job schedulers send before killing a job) is handled like Ctrl-C.
   let runDir: string | undefined;
   const interrupts = handleInterrupts(ctx.err, 'stopping after the current item and writing a checkpoint', undefined, resumeCommandFor, () =>
-    runDir === undefined ? undefined : `comlrl train --resume ${displayPath(runDir)}`,
+    runDir === undefined ? undefined : `npx comlrl train --resume ${displayPath(runDir)}`,
   );
   try {
     const result = await runTraining({

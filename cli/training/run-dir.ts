@@ -51,12 +51,12 @@ function timestamp(): string {
 
 /**
  * The command that continues a run from `checkpointDir` when it is one of a run's checkpoints
- * (`RUN/checkpoints/step-N`): `comlrl train --resume RUN`; undefined for any other folder (final/).
+ * (`RUN/checkpoints/step-N`): `npx comlrl train --resume RUN`; undefined for any other folder (final/).
  */
 export function resumeCommandFor(checkpointDir: string): string | undefined {
   const parent = path.dirname(checkpointDir);
   if (path.basename(parent) !== RUN_FILES.checkpoints) return undefined;
-  return `comlrl train --resume ${displayPath(path.dirname(parent))}`;
+  return `npx comlrl train --resume ${displayPath(path.dirname(parent))}`;
 }
 
 /** The run directory of a config: `output.dir`, else `runs/<task>-<trainer>-<timestamp>`. */

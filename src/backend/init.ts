@@ -2,6 +2,7 @@ import * as tf from '@tensorflow/tfjs';
 import { installWasmKernelFixes } from './wasm-kernels.js';
 import { loadTensorflowPackage, quietTensorflowLogs, tensorflowInstalled } from './tensorflow.js';
 import { describeTorch, registerTorchBackend, torchInstalled, torchSetupHasCuda } from './torch/index.js';
+import { setupHint } from './setup-home.js';
 
 /** Tensor backends comlrl can run on. */
 export type BackendName = 'wasm' | 'cpu' | 'tensorflow' | 'tensorflow-gpu' | 'torch' | 'webgpu';
@@ -96,7 +97,7 @@ export function autoBackend(): { name: BackendName; why: string } {
   if (torchInstalled() && torchSetupHasCuda()) return { name: 'torch', why: 'torch is set up with CUDA' };
   if (torchInstalled()) return { name: 'torch', why: tensorflowInstalled() ? 'torch trains faster than tensorflow on CPU' : 'torch is installed' };
   if (tensorflowInstalled()) return { name: 'tensorflow', why: 'tensorflow is installed' };
-  return { name: 'wasm', why: 'no native backend is set up; npm run setup:tensorflow or npm run setup:torch adds one' };
+  return { name: 'wasm', why: `no native backend is set up; ${setupHint('tensorflow')} or ${setupHint('torch')} adds one` };
 }
 
 /**

@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 
 /**
  * comlrl's package root: the nearest folder above this module whose package.json is comlrl's
- * (where `npm run setup:tensorflow` and `npm run setup:torch` build their backends).
+ * (its scripts/, native/ and examples/ ship there; setup-home.ts derives the backends' folder from it).
  */
 export function packageRoot(): string | null {
   let dir = path.dirname(fileURLToPath(import.meta.url));

@@ -2,19 +2,19 @@ import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { packageRoot } from './package-root.js';
+import { backendHome, setupHint } from './setup-home.js';
 
-// Where the `tensorflow` backend comes from: the build `npm run setup:tensorflow` leaves in
-// <package root>/.tensorflow/cpu (tfjs-node compiled against PyPI's libtensorflow), else a regular
-// `@tensorflow/tfjs-node` install.
+// Where the `tensorflow` backend comes from: the build `npx comlrl setup tensorflow` leaves in
+// <backend home>/cpu (tfjs-node compiled against PyPI's libtensorflow; see setup-home.ts for where
+// that is), else a regular `@tensorflow/tfjs-node` install.
 
 const TFJS_NODE = '@tensorflow/tfjs-node';
 const TFJS_NODE_VERSION = '4.22.0';
 
-/** The folder `npm run setup:tensorflow` installs into (it may not exist). */
+/** The folder `npx comlrl setup tensorflow` installs into (it may not exist). */
 export function tensorflowSetupDir(): string | null {
-  const root = packageRoot();
-  return root === null ? null : path.join(root, '.tensorflow', 'cpu');
+  const home = backendHome('tensorflow');
+  return home === null ? null : path.join(home.base, 'cpu');
 }
 
 function setupPackageDir(): string | null {
@@ -63,7 +63,7 @@ export async function loadTensorflowPackage(): Promise<void> {
       return;
     } catch (err) {
       const cause = err instanceof Error ? err.message : String(err);
-      throw new Error(`backend 'tensorflow': the build in ${path.dirname(path.dirname(path.dirname(local)))} failed to load (${cause}); rebuild it with \`npm run setup:tensorflow -- --force\``);
+      throw new Error(`backend 'tensorflow': the build in ${path.dirname(path.dirname(path.dirname(local)))} failed to load (${cause}); rebuild it with \`${setupHint('tensorflow', '--force')}\``);
     }
   }
   try {
@@ -71,7 +71,7 @@ export async function loadTensorflowPackage(): Promise<void> {
   } catch (err) {
     const cause = err instanceof Error ? err.message : String(err);
     throw new Error(
-      `backend 'tensorflow' is not installed: run \`npm run setup:tensorflow\` (builds it from PyPI's tensorflow-cpu wheel) ` +
+      `backend 'tensorflow' is not installed: run \`${setupHint('tensorflow')}\` (builds it from PyPI's tensorflow-cpu wheel) ` +
         `or \`npm i ${TFJS_NODE}@${TFJS_NODE_VERSION}\` (downloads libtensorflow from storage.googleapis.com) (${cause})`,
     );
   }

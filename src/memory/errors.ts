@@ -80,7 +80,7 @@ export function backendMemoryError(err: unknown, backend: string | null, budget:
   return new BackendMemoryError(
     `ran out of memory: ${heap} could not hold this step (the backend said: ${original.split('\n')[0]}). ` +
       `comlrl's budget was ${formatBytes(budget)}; its estimates missed this pass. Reduce one of: ${MEMORY_KNOBS.join('; ')}. ` +
-      'Checkpoints already written are intact; resume from the last one with `comlrl train --resume`.',
+      'Checkpoints already written are intact; resume from the last one with `npx comlrl train --resume`.',
     { cause: err },
   );
 }

@@ -4,6 +4,7 @@ import { TorchBackend, deviceIndex } from './backend.js';
 import { registerTorchKernels } from './kernels.js';
 import { registerFusedGradients } from '../fused.js';
 import { loadTorchAddon, type TorchAddon } from './native.js';
+import { setupHint } from '../setup-home.js';
 
 export { TorchBackend } from './backend.js';
 export { TORCH_KERNEL_NAMES } from './kernels.js';
@@ -43,7 +44,7 @@ export function resolveTorchDevice(addon: TorchAddon, wanted = options.device ??
   if (wanted === 'cpu') return 'cpu';
   if (!/^cuda(:\d+)?$/.test(wanted)) throw new Error(`torch device '${wanted}': expected cpu, cuda or cuda:N`);
   if (cudaDevices === 0) {
-    throw new Error(`torch device '${wanted}': this torch (${String(addon.runtime('version', 0))}) sees no CUDA GPU; use device cpu, or set up a CUDA build with \`npm run setup:torch -- --python <python with CUDA torch>\``);
+    throw new Error(`torch device '${wanted}': this torch (${String(addon.runtime('version', 0))}) sees no CUDA GPU; use device cpu, or set up a CUDA build with \`${setupHint('torch', '--python <python with CUDA torch>')}\``);
   }
   const index = deviceIndex(wanted);
   if (index >= cudaDevices) throw new Error(`torch device '${wanted}': only ${cudaDevices} CUDA device(s) are visible`);

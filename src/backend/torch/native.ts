@@ -1,7 +1,7 @@
 import fs from 'node:fs';
 import { createRequire } from 'node:module';
 import path from 'node:path';
-import { packageRoot } from '../package-root.js';
+import { backendHome, setupHint } from '../setup-home.js';
 
 /**
  * The compiled addon (native/torch/comlrl_torch.cc): a table of `at::Tensor` handles and a few
@@ -43,7 +43,7 @@ export type TorchRuntimeCommand =
   | 'empty_cache'
   | 'device_memory';
 
-/** What `npm run setup:torch` records in .torch/build/setup.json (written last). */
+/** What `npx comlrl setup torch` records in <backend home>/build/setup.json (written last). */
 export interface TorchSetupManifest {
   backend: 'torch';
   torch: { version: string; cuda: string | null; dir: string; source: 'pip' | 'python' };
@@ -51,10 +51,10 @@ export interface TorchSetupManifest {
   node: { modules: string };
 }
 
-/** The folder `npm run setup:torch` builds into (it may not exist). */
+/** The folder `npx comlrl setup torch` builds into (it may not exist; see setup-home.ts for where). */
 export function torchSetupDir(): string | null {
-  const root = packageRoot();
-  return root === null ? null : path.join(root, '.torch', 'build');
+  const home = backendHome('torch');
+  return home === null ? null : path.join(home.base, 'build');
 }
 
 /** The addon file to load: `COMLRL_TORCH_ADDON`, else the setup build's, else null. */
@@ -68,7 +68,7 @@ export function torchAddonPath(): string | null {
   return fs.existsSync(file) ? file : null;
 }
 
-/** Whether the `torch` backend is set up (`npm run setup:torch`, or COMLRL_TORCH_ADDON). */
+/** Whether the `torch` backend is set up (`npx comlrl setup torch`, or COMLRL_TORCH_ADDON). */
 export function torchInstalled(): boolean {
   return torchAddonPath() !== null;
 }
@@ -105,13 +105,13 @@ export function loadTorchAddon(): TorchAddon {
   if (loaded !== null) return loaded;
   const file = torchAddonPath();
   if (file === null) {
-    throw new Error("backend 'torch' is not set up: run `npm run setup:torch` (uses your PyTorch, or installs the CPU wheel with pip, and compiles a small addon against it)");
+    throw new Error(`backend 'torch' is not set up: run \`${setupHint('torch')}\` (uses your PyTorch, or installs the CPU wheel with pip, and compiles a small addon against it)`);
   }
   try {
     loaded = createRequire(import.meta.url)(file) as TorchAddon;
   } catch (err) {
     const cause = err instanceof Error ? err.message : String(err);
-    throw new Error(`backend 'torch': the addon ${file} failed to load (${cause}); rebuild it with \`npm run setup:torch -- --force\``);
+    throw new Error(`backend 'torch': the addon ${file} failed to load (${cause}); rebuild it with \`${setupHint('torch', '--force')}\``);
   }
   return loaded;
 }
