@@ -14,7 +14,7 @@ const agents: Agent[] = await Promise.all([1, 2].map((seed) => loadAgent(`${out}
 
 const trainer = new MAGRPOTrainer({
   agents, env: new ToyCoordEnv(), trainTasks: toyTrainTasks.slice(0, 2), evalTasks: toyEvalTasks,
-  config: { num_turns: 1, num_generations: 4, max_new_tokens: 2, temperature: 1, top_p: 1, top_k: null,
+  config: { num_turns: 1, num_generations: 4, max_new_tokens: 2, temperature: 1, top_p: 1, top_k: 0,
             agent_learning_rate: 3e-3, num_train_epochs: 1, eval_num_samples: 2, seed: 0 },
 });
 console.log('before', (await trainer.evaluate()).metrics['eval/turn_1/mean_reward']);

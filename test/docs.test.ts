@@ -165,8 +165,7 @@ describe('links', () => {
         }
         if (anchor !== undefined && path.endsWith('.md') && !anchorsOf(read(path)).has(anchor)) broken.push(`${target} (no heading #${anchor} in ${path})`);
       }
-      // docs/install.md is written beside this page on the packaging branch.
-      expect(broken.filter((b) => !b.startsWith('docs/install.md') && !b.startsWith('install.md'))).toEqual([]);
+      expect(broken).toEqual([]);
     });
   }
 });
