@@ -45,12 +45,15 @@ describe('--like presets equal the published config.json', () => {
       const real = preset.startsWith('qwen');
       // With the real Qwen tokenizer the Qwen presets keep every published field, eos included.
       const cfg = parseDecoderConfig(tinyModelConfig({ like: preset }, real ? QWEN3_TOKENIZER_INFO : TINY_TOK));
-      if (real) expect(cfg).toEqual(want);
-      else expect({ ...cfg, eosTokenIds: want.eosTokenIds }).toEqual(want);
-      // With a tiny tokenizer the shapes stay, the ids that end a turn are the tokenizer's.
+      // The writer always sets pad_token_id to its tokenizer's pad (the embedding's padding_idx).
+      if (real) expect({ ...cfg, padTokenId: want.padTokenId }).toEqual(want);
+      else expect({ ...cfg, eosTokenIds: want.eosTokenIds, padTokenId: want.padTokenId }).toEqual(want);
+      if (real) expect(cfg.padTokenId).toBe(QWEN3_TOKENIZER_INFO.padTokenId);
+      // With a tiny tokenizer the shapes stay, the ids that end a turn (and the pad) are the tokenizer's.
       const tiny = parseDecoderConfig(tinyModelConfig({ like: preset }, TINY_TOK));
-      expect({ ...tiny, eosTokenIds: want.eosTokenIds }).toEqual(want);
+      expect({ ...tiny, eosTokenIds: want.eosTokenIds, padTokenId: want.padTokenId }).toEqual(want);
       expect(tiny.eosTokenIds).toEqual([513]);
+      expect(tiny.padTokenId).toBe(511);
     });
   }
 

@@ -28,7 +28,8 @@ const RUNS: readonly { file: string; trainer: string; section: string; models: n
   { file: 'tldr-marloo.yaml', trainer: 'marloo', section: 'marloo', models: 2 },
   { file: 'tldr-centralized-magrpo.yaml', trainer: 'centralized-magrpo', section: 'centralized_magrpo', models: 1 },
   // TLDR pays only completions of 8 words or more: 8 tokens would tie every candidate at 0 (no pair, no update).
-  { file: 'tldr-madpo.yaml', trainer: 'madpo', section: 'madpo', models: 2, extra: ['--set', 'madpo.max_new_tokens=40'] },
+  // top_k 0: the random tiny model's top 50 (what `top_k: null` means) rarely writes 8 words, so no pair forms.
+  { file: 'tldr-madpo.yaml', trainer: 'madpo', section: 'madpo', models: 2, extra: ['--set', 'madpo.max_new_tokens=40', '--set', 'model.top_k=0'] },
   // MARLHF: the same for its preference pairs (no pair is an error); 4 candidates and 2 pairs per post keep phase 1 short.
   { file: 'tldr-marlhf.yaml', trainer: 'marlhf', section: 'marlhf', models: 2, extra: ['--set', 'marlhf.max_new_tokens=40', '--set', 'marlhf.preference_num_candidates=4', '--set', 'marlhf.preference_pairs_per_sample=2'] },
 ];
@@ -46,6 +47,10 @@ beforeAll(async () => {
   ({ dir: root, cleanup } = await tempDir('new-trainers-cli'));
   model = join(root, 'tiny-256x4');
   await createTinyModel({ dir: model, arch: 'qwen3', seed: 5, tokenizer: 'bpe', hiddenSize: 256, numLayers: 4 });
+  // HouseBuild's centralized joint prompt (~4,300 tokens) needs more than the writer's 4,096 positions
+  // (prompts longer than the context are refused); Qwen3's own checkpoints have 40,960.
+  const configFile = join(model, 'config.json');
+  await writeFile(configFile, JSON.stringify({ ...JSON.parse(await readFile(configFile, 'utf8')), max_position_embeddings: 40960 }, null, 2));
   data = join(root, 'tldr');
   await mkdir(data);
   const rows = (split: string) => Array.from({ length: 4 }, (_, i) => JSON.stringify({ prompt: `SUBREDDIT: r/${split} TITLE: post ${i} POST: some words about item ${i}` })).join('\n');
