@@ -50,7 +50,8 @@ describe('housebuild-collm-cc at reduced size', () => {
     expect(r.code).toBe(1);
     expect(r.err).toMatch(/not enough memory for .*needs about [\d.]+ (KiB|MiB|GiB).*max_new_tokens.*num_generations.*memory\.micro_batch_size.*lora.*memory\.budget/s);
     expect(r.err).not.toMatch(/memory access out of bounds|Aborted\(\)/);
-    expect(existsSync(join(out, 'config.yaml'))).toBe(true);
+    // A start that fails before its first item leaves no run directory: the same command runs again.
+    expect(existsSync(out)).toBe(false);
   });
 
   it('memory.offload_frozen_layers takes true, false or auto, and names itself when given anything else', async () => {
