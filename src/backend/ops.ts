@@ -160,6 +160,30 @@ export function gatherRows<T extends tf.Tensor>(table: T, idx: tf.Tensor1D | Int
   return out;
 }
 
+const gatherRowsMaskedGrad = custom(([table, idx, keep], save) => {
+  save([idx, keep]);
+  return {
+    value: tf.gather(table, idx),
+    // The scatter-add of gatherRows, with the positions whose `keep` is 0 left out.
+    gradFunc: (dy, [si, sk]) => [tf.scatterND(tf.reshape(si, [-1, 1]), tf.mul(dy, sk), table.shape), tf.zerosLike(si), tf.zerosLike(sk)],
+  };
+});
+
+/**
+ * Embedding lookup `table[ids[i]]` ({@link gatherRows}) whose gradient leaves the lookups of
+ * `paddingIdx` out, as torch's `nn.Embedding(padding_idx=…)` (transformers builds its embeddings
+ * with `padding_idx = pad_token_id`): a looked-up pad token gives its row no gradient. Other uses
+ * of the table (a tied head) still train the row.
+ */
+export function embeddingRows(table: tf.Tensor2D, ids: Int32Array, paddingIdx: number | null): tf.Tensor2D {
+  if (paddingIdx === null || !ids.includes(paddingIdx)) return gatherRows(table, ids);
+  return tf.tidy(() => {
+    const idx = tf.tensor1d(ids, 'int32');
+    const keep = tf.tensor2d(Float32Array.from(ids, (id) => (id === paddingIdx ? 0 : 1)), [ids.length, 1]);
+    return gatherRowsMaskedGrad(table, idx, keep) as tf.Tensor2D;
+  });
+}
+
 /**
  * `x[i, cols[i]]` for a 2-D `x [N, V]`, as a [N] tensor, via a flattened index `i·V + col`
  * (differentiable; no batchDims gather).

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { gatherRows, linear, tidyKeep } from '../backend/index.js';
+import { embeddingRows, linear, tidyKeep } from '../backend/index.js';
 import { rmsNorm, siluMul } from '../backend/fused.js';
 import { blockedAttention, headsFirst, mergeHeads, selfAttention, stepAttention, type AttentionMask } from './attention.js';
 import type { HeadWeight } from './lm-head.js';
@@ -128,7 +128,7 @@ export class Decoder {
   /** Token embeddings for flat ids, [N, hidden]. */
   embed(ids: Int32Array): tf.Tensor2D {
     const table = this.w.get('model.embed_tokens.weight');
-    if (table) return withoutPadGradient(gatherRows(table as tf.Tensor2D, ids), table as tf.Tensor2D, ids, this.cfg.padTokenId);
+    if (table) return embeddingRows(table as tf.Tensor2D, ids, this.cfg.padTokenId);
     // A frozen tied base keeps its table as the head only (no gradient needed).
     const tied = this.base.get(HEAD);
     if (!tied) throw new Error("decoder: weight 'model.embed_tokens.weight' not loaded");
@@ -283,20 +283,4 @@ export class Decoder {
     const out = this.proj(`${p}self_attn.o_proj.weight`, merged, ctx.frozen);
     return { out, layerCache: { kT, v } };
   }
-}
-
-/**
- * transformers builds the embedding with `padding_idx = pad_token_id`: a looked-up pad token's row
- * gets no gradient from that lookup. The same here: the pad positions take the row's values as a
- * constant (read off the table, so no tape reaches the table through them). A tied head still
- * trains the row, as in torch.
- */
-function withoutPadGradient(x: tf.Tensor2D, table: tf.Tensor2D, ids: Int32Array, padId: number | null): tf.Tensor2D {
-  if (padId === null || !ids.includes(padId)) return x;
-  const width = table.shape[1];
-  const row = tf.tidy(() => tf.slice(table, [padId, 0], [1, width]).dataSync() as Float32Array);
-  return tf.tidy(() => {
-    const isPad = tf.tensor2d(Uint8Array.from(ids, (id) => (id === padId ? 1 : 0)), [ids.length, 1], 'bool');
-    return tf.where(tf.broadcastTo(isPad, x.shape), tf.broadcastTo(tf.tensor2d(row, [1, width]), x.shape), x) as tf.Tensor2D;
-  });
 }

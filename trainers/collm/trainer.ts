@@ -297,7 +297,9 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
       );
     if (config.update_order === 'agent') {
       for (let i = 0; i < agents.length; i++) {
-        flush.current = null; // each agent's pass starts its own update epochs
+        // Each agent's pass starts its own update epochs: from the current critic when targets are
+        // recomputed; stored values are the same for every agent, so they are kept.
+        if (config.recompute_targets) flush.current = null;
         for (const mb of plan()) {
           await this.estimatesFor(flush, mb);
           await this.agentStep(flush, mb, i);
