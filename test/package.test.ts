@@ -1,17 +1,19 @@
 /**
- * comlrl as a dependency, the way a research project gets it (docs/install.md): the packed tarball
- * holds the library and nothing of the repository's own (tests, benches, CI), installs into a fresh
- * project outside the clone without the network, and there `examples/library.mjs` trains, the `.ts`
- * example compiles against the installed type declarations and runs, and the `comlrl` command lists
- * every registered trainer.
+ * comlrl as a dependency, the two ways a research project gets it (docs/install.md):
+ * - the packed tarball holds the library and nothing of the repository's own (tests, benches, CI),
+ *   installs into a fresh project outside the clone, and there `examples/library.mjs` trains, the
+ *   `.ts` example compiles against the installed type declarations and runs, and the `comlrl` command
+ *   lists every registered trainer;
+ * - a git URL (this clone's HEAD commit, as `git+file://`): npm clones it, runs comlrl's `prepare`
+ *   (which builds dist/), and the installed package imports and answers `--help`.
  *
- * The install is offline (tests never reach the network): the fresh project gets a lockfile made of
- * comlrl's own lock entries for its production dependencies, which `npm ci` here already put in npm's
- * cache, and comlrl itself resolved to the tarball. The packed dist/ is the one `npm test`'s pretest
- * built.
+ * The installs are offline (tests never reach the network): each fresh project gets a lockfile made
+ * of comlrl's own lock entries for its production dependencies, which `npm ci` here already put in
+ * npm's cache, and comlrl itself resolved to the tarball or the git URL. The packed dist/ is the one
+ * `npm test`'s pretest built.
  */
 import { execFileSync, spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { existsSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, test } from 'vitest';
@@ -47,15 +49,15 @@ function run(cmd: string, args: readonly string[], cwd: string, env: NodeJS.Proc
   return r;
 }
 
-/** A lockfile for a project whose one dependency is the tarball: comlrl's production entries, comlrl from `tgz`. */
-function consumerLock(tgz: string): Lockfile {
+/** A lockfile for a project whose one dependency is comlrl from `source` (a `file:` tarball or a git URL): comlrl's production entries. */
+function consumerLock(source: string): Lockfile {
   const own = JSON.parse(readFileSync(join(ROOT, 'package-lock.json'), 'utf8')) as Lockfile;
   const pkg = JSON.parse(readFileSync(join(ROOT, 'package.json'), 'utf8')) as Record<string, unknown>;
   const packages: Record<string, LockEntry> = {
-    '': { name: 'comlrl-consumer', dependencies: { comlrl: `file:${tgz}` } },
+    '': { name: 'comlrl-consumer', dependencies: { comlrl: source } },
     'node_modules/comlrl': {
       version: String(pkg.version),
-      resolved: `file:${tgz}`,
+      resolved: source,
       license: pkg.license,
       dependencies: pkg.dependencies,
       bin: pkg.bin,
@@ -66,6 +68,20 @@ function consumerLock(tgz: string): Lockfile {
   };
   for (const [key, entry] of Object.entries(own.packages)) if (key.startsWith('node_modules/') && entry.dev !== true) packages[key] = entry;
   return { ...own, packages, name: 'comlrl-consumer' } as Lockfile;
+}
+
+/** A project folder whose package.json and lockfile name comlrl from `source`. */
+function freshProject(dir: string, source: string): string {
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'package.json'), JSON.stringify({ name: 'comlrl-consumer', private: true, type: 'module', dependencies: { comlrl: source } }, null, 2));
+  writeFileSync(join(dir, 'package-lock.json'), JSON.stringify(consumerLock(source), null, 2));
+  return dir;
+}
+
+/** This clone's HEAD commit, or null where the checkout is not a git repository. */
+function headCommit(): string | null {
+  const r = spawnSync('git', ['rev-parse', 'HEAD'], { cwd: ROOT, encoding: 'utf8' });
+  return r.status === 0 ? r.stdout.trim() : null;
 }
 
 describe('the packed package', () => {
@@ -80,10 +96,7 @@ describe('the packed package', () => {
     const packed = run(NPM, ['pack', '--ignore-scripts', '--json', '--pack-destination', work], ROOT);
     const [info] = JSON.parse(packed.stdout) as { filename: string }[];
     tgz = join(work, info.filename);
-    project = join(work, 'project');
-    execFileSync('mkdir', ['-p', project]);
-    writeFileSync(join(project, 'package.json'), JSON.stringify({ name: 'comlrl-consumer', private: true, type: 'module', dependencies: { comlrl: `file:${tgz}` } }, null, 2));
-    writeFileSync(join(project, 'package-lock.json'), JSON.stringify(consumerLock(tgz), null, 2));
+    project = freshProject(join(work, 'project'), `file:${tgz}`);
     run(NPM, ['ci', '--offline', '--ignore-scripts', '--no-audit', '--no-fund'], project);
   }, 300_000);
 
@@ -148,4 +161,27 @@ describe('the packed package', () => {
     expect(names.length).toBe(9);
     for (const name of names) expect(r.stdout + r.stderr, name).toContain(name);
   });
+});
+
+const HEAD = headCommit();
+
+describe.skipIf(HEAD === null)('installed from a git URL', () => {
+  let work = '';
+  afterAll(() => {
+    if (work !== '') rmSync(work, { recursive: true, force: true });
+  });
+
+  test('npm clones the commit, its prepare script builds dist/, and the package imports and runs its bin', () => {
+    work = mkdtempSync(join(tmpdir(), 'comlrl-git-'));
+    // Install scripts stay on: `prepare` is what builds dist/ in the clone npm makes.
+    const project = freshProject(work, `git+file://${ROOT}#${HEAD}`);
+    run(NPM, ['ci', '--offline', '--no-audit', '--no-fund'], project);
+    const installed = join(project, 'node_modules', 'comlrl');
+    expect(existsSync(join(installed, 'dist', 'src', 'index.d.ts'))).toBe(true);
+    expect(existsSync(join(installed, 'test'))).toBe(false);
+    const probe = "import('comlrl').then(async (c) => { const t = await import('comlrl/trainers'); console.log(typeof c.loadAgent, typeof t.MAGRPOTrainer, typeof t.CoLLMCCTrainer); })";
+    expect(run(process.execPath, ['--input-type=module', '-e', probe], project).stdout.trim()).toBe('function function function');
+    const help = run(join(project, 'node_modules', '.bin', 'comlrl'), ['--help'], project);
+    for (const name of trainerNames()) expect(help.stdout + help.stderr, name).toContain(name);
+  }, 300_000);
 });
