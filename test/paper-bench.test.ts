@@ -7,7 +7,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
 import type { CriticLM } from '../src/critic/value-model.js';
 import { centralizedCriticText } from '../src/critic/inputs.js';
-import { bootstrapMean, curveArea, evalItems } from '../bench/paper-stats.js';
+import { bootstrapMean, curveArea, evalItems, pairedTInterval, studentTCdf, studentTQuantile } from '../bench/paper-stats.js';
 import { acBudget, blindText, criticStepsPerRun, CRITIC_WORDS, magrpoTasks, PAPER_VARIANTS, treeCompletions } from '../bench/paper-runs.js';
 import { criticTextSource, pretrainCritic } from '../bench/critic-pretrain.js';
 import { fitCritic, gatePasses, GATE_EV, type GateRow } from '../bench/critic-fit.js';
@@ -25,6 +25,28 @@ describe('paper bench statistics', () => {
     expect(b.hi).toBeLessThan(0.5);
     expect(bootstrapMean([0.1, 0.2, 0.3, 0.4, 0.5])).toEqual(b); // seeded
     expect(() => bootstrapMean([])).toThrow(/no values/);
+  });
+
+  it('Student t quantiles equal the printed tables', () => {
+    // Two-sided 95% critical values of any t table (e.g. Fisher & Yates): df 1, 2, 4, 9, 29.
+    const table: [number, number][] = [[1, 12.706], [2, 4.303], [4, 2.776], [9, 2.262], [29, 2.045]];
+    for (const [df, t] of table) expect(studentTQuantile(0.975, df)).toBeCloseTo(t, 3);
+    expect(studentTCdf(0, 7)).toBeCloseTo(0.5, 12);
+    // df 1 is the Cauchy distribution: P(T ≤ 1) = ½ + atan(1)/π = 0.75.
+    expect(studentTCdf(1, 1)).toBeCloseTo(0.75, 10);
+    expect(studentTQuantile(0.025, 4)).toBeCloseTo(-studentTQuantile(0.975, 4), 8);
+  });
+
+  it('paired t interval: the seeds both arms ran, mean ± t·sd/√n', () => {
+    const a = new Map([[1, 1], [2, 2], [3, 3]]);
+    const b = new Map([[1, 0], [2, 0], [3, 0], [4, 9]]); // seed 4 has no pair: left out
+    // Differences 1, 2, 3: mean 2, sd 1, t₀.₉₇₅,₂ = 4.303 → half width 4.303/√3 = 2.484.
+    const r = pairedTInterval(a, b);
+    expect(r?.n).toBe(3);
+    expect(r?.mean).toBeCloseTo(2, 12);
+    expect(r?.lo).toBeCloseTo(2 - 4.3027 / Math.sqrt(3), 3);
+    expect(r?.hi).toBeCloseTo(2 + 4.3027 / Math.sqrt(3), 3);
+    expect(pairedTInterval(new Map([[1, 1]]), b)).toBeNull();
   });
 
   it('evaluations fall at equal fractions of each budget', () => {
