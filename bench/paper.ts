@@ -14,6 +14,11 @@
  *
  * `--quick`: one seed, {@link QUICK} budgets, for checking that everything runs (its figures mean
  * little). `npm run bench -- critic-fit` runs the first two phases alone.
+ *
+ * The full bench takes hours: it keeps its work in a folder (`--out DIR`, default
+ * runs/paper-bench; bench/paper-store.ts) and `--resume` goes on where a stopped one ended. It may be
+ * run in parts (`--arms id,id`, `--variants 'sparse H=4,sparse H=6'`); the tables read every run
+ * the folder holds.
  */
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
@@ -27,10 +32,14 @@ import { PRETRAIN_BUDGET, type PretrainBudget } from './critic-pretrain.js';
 import { gatePasses, printGateTable, type GateRow } from './critic-fit.js';
 import { PAPER_TAG, type GateJob, type PaperAnswer, type PaperJob, type RunJob } from './paper-jobs.js';
 import { acBudget, CRITIC_BATCH, CRITIC_LR, CRITIC_SIZE, criticStepsPerRun, EVAL_EPISODES, magrpoTasks, PAPER_ARMS, PAPER_VARIANTS, treeCompletions } from './paper-runs.js';
-import { bootstrapMean, curveArea, type Interval } from './paper-stats.js';
+import { bootstrapMean, curveArea, pairedTInterval, type Interval, type PairedInterval } from './paper-stats.js';
+import { PaperStore, type StoredRun } from './paper-store.js';
 
 /** Budgets of one form of the bench. */
 export interface PaperSettings {
+  /** Seeds of the runs that decide the claim: the sparse variants' {@link CLAIM_ARMS}. */
+  readonly claimSeeds: readonly number[];
+  /** Seeds of every other run. */
   readonly seeds: readonly number[];
   /** Actor-critic epochs of 16 episodes (the budget: epochs × 16 × H completions per agent). */
   readonly epochs: number;
@@ -41,10 +50,36 @@ export interface PaperSettings {
   readonly gateSeed: number;
 }
 
-/** The full bench. */
-export const FULL: PaperSettings = { seeds: [1, 2, 3, 4, 5], epochs: 8, segments: 4, pretrain: PRETRAIN_BUDGET, gateSeed: 1 };
+const seedRange = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
+
+/** The full bench: 24 epochs; 10 paired seeds where the claim is decided, 5 elsewhere. */
+export const FULL: PaperSettings = { claimSeeds: seedRange(10), seeds: seedRange(5), epochs: 24, segments: 4, pretrain: PRETRAIN_BUDGET, gateSeed: 1 };
 /** `--quick`: one seed and short budgets, to check that everything runs. */
-export const QUICK: PaperSettings = { seeds: [1], epochs: 2, segments: 2, pretrain: { ...PRETRAIN_BUDGET, steps: 100 }, gateSeed: 1 };
+export const QUICK: PaperSettings = { claimSeeds: [1], seeds: [1], epochs: 2, segments: 2, pretrain: { ...PRETRAIN_BUDGET, steps: 100 }, gateSeed: 1 };
+
+/** The arms whose sparse-payment runs decide the claim (CC against MAGRPO, and against a critic that cannot read the history). */
+export const CLAIM_ARMS: readonly string[] = ['magrpo-k2', 'cc-pre', 'cc-pre-blind'];
+
+/** The seeds an arm runs on a variant. */
+export function seedsOf(s: PaperSettings, arm: string, payment: string): readonly number[] {
+  return payment === 'sparse' && CLAIM_ARMS.includes(arm) ? s.claimSeeds : s.seeds;
+}
+
+/** Which part of the bench one invocation runs (every arm and variant when unset). */
+export interface PaperPart {
+  readonly arms?: readonly string[];
+  readonly variants?: readonly string[];
+}
+
+/** How one invocation of the bench runs. */
+export interface PaperOptions {
+  readonly quick?: boolean;
+  /** The folder that keeps the bench's work (default: runs/paper-bench, or a temporary one for `--quick`). */
+  readonly out?: string;
+  /** Go on with the runs `out` holds. */
+  readonly resume?: boolean;
+  readonly part?: PaperPart;
+}
 
 const f3 = (x: number) => x.toFixed(3);
 const ci = (b: Interval) => `${f3(b.mean)} [${f3(b.lo)}, ${f3(b.hi)}]`;
@@ -84,14 +119,20 @@ function workerCount(): number {
 }
 
 /** Pretrains the critic into `scratch` and runs the gate; prints the gate table. */
-async function pretrainAndGate(s: PaperSettings, scratch: string): Promise<{ gate: GateRow[]; dir: string; cpu: number[] }> {
+async function pretrainAndGate(s: PaperSettings, scratch: string, store: PaperStore | null = null): Promise<{ gate: GateRow[]; dir: string; cpu: number[] }> {
   const cpu: number[] = [];
   const workers = workerCount();
-  const dir = path.join(scratch, 'pretrained');
+  const dir = store?.pretrainedDir ?? path.join(scratch, 'pretrained');
   const t0 = performance.now();
-  const pre = await pool([{ kind: 'pretrain', seed: 0, out: dir, budget: s.pretrain }], 1, (a) => cpu.push(a.cpuSeconds ?? 0));
-  const loss = pre[0]?.kind === 'pretrain' ? pre[0].result : null;
-  if (!loss) throw new Error('paper bench: pretraining gave no answer');
+  let loss = store?.pretrained() ?? null;
+  if (loss === null) {
+    const pre = await pool([{ kind: 'pretrain', seed: 0, out: dir, budget: s.pretrain }], 1, (a) => cpu.push(a.cpuSeconds ?? 0));
+    loss = pre[0]?.kind === 'pretrain' ? pre[0].result : null;
+    if (!loss) throw new Error('paper bench: pretraining gave no answer');
+    store?.markPretrained(loss);
+  } else {
+    cpu.push(0);
+  }
   console.log(`\npretrained critic (one checkpoint, as the paper's critics share theirs across seeds; its value head is new in every run): qwen3 ${CRITIC_SIZE.hiddenSize} × ${CRITIC_SIZE.numLayers}, ${s.pretrain.steps} AdamW steps × ${s.pretrain.batch} critic texts at lr ${s.pretrain.lr} (${s.pretrain.steps * s.pretrain.batch} texts), next-token loss ${f3(loss.firstLoss)} → ${f3(loss.lastLoss)}; ${((performance.now() - t0) / 60000).toFixed(1)} min (${loss.seconds.toFixed(0)} s)`);
   const gateJobs: GateJob[] = PAPER_VARIANTS.flatMap((v) =>
     (['pretrained', 'random'] as const).map((arm) => ({ kind: 'gate' as const, variant: v.name, arm, seed: s.gateSeed, steps: criticStepsPerRun(v.horizon, s.epochs), pretrainedDir: dir })),
@@ -119,56 +160,81 @@ export async function benchCriticFit(options: { quick?: boolean } = {}): Promise
   }
 }
 
-/** The run jobs of a form of the bench, the costliest first. */
-export function runJobs(s: PaperSettings, pretrainedDir: string): RunJob[] {
+/** Refuses a part that names an arm or variant the bench does not have. */
+function checkPart(part: PaperPart): void {
+  for (const a of part.arms ?? []) if (!PAPER_ARMS.some((x) => x.id === a)) throw new Error(`paper bench: --arms names '${a}', not an arm (${PAPER_ARMS.map((x) => x.id).join(', ')})`);
+  for (const v of part.variants ?? []) if (!PAPER_VARIANTS.some((x) => x.name === v)) throw new Error(`paper bench: --variants names '${v}', not a variant (${PAPER_VARIANTS.map((x) => x.name).join(', ')})`);
+}
+
+/** The run jobs of a form of the bench (within `part`), the costliest first. */
+export function runJobs(s: PaperSettings, pretrainedDir: string, part: PaperPart = {}): RunJob[] {
+  checkPart(part);
   const jobs: RunJob[] = [];
   for (const v of PAPER_VARIANTS) {
+    if (part.variants && !part.variants.includes(v.name)) continue;
     for (const arm of PAPER_ARMS) {
+      if (part.arms && !part.arms.includes(arm.id)) continue;
       if ((arm.only !== undefined && arm.only !== v.payment) || (arm.method === 'magrpo' && magrpoTasks(arm.k ?? 2, v.horizon, s.epochs) === 0)) continue;
-      for (const seed of s.seeds) jobs.push({ kind: 'run', arm: arm.id, variant: v.name, seed, epochs: s.epochs, segments: s.segments, pretrainedDir });
+      for (const seed of seedsOf(s, arm.id, v.payment)) jobs.push({ kind: 'run', arm: arm.id, variant: v.name, seed, epochs: s.epochs, segments: s.segments, pretrainedDir });
     }
   }
   const cost = (j: RunJob) => (PAPER_VARIANTS.find((v) => v.name === j.variant)?.horizon ?? 0) * (j.arm.startsWith('magrpo') ? 1 : 2);
   return jobs.sort((a, b) => cost(b) - cost(a));
 }
 
-/** Runs the whole comparison, prints its tables and writes the plot; returns the PNG path (null when the gate stopped it). */
-export async function benchPaper(options: { quick?: boolean } = {}): Promise<string | null> {
+/** The folder a full bench keeps its work in when `--out` is not given. */
+export function defaultPaperDir(): string {
+  return path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..', 'runs', 'paper-bench');
+}
+
+/**
+ * Runs the comparison (or `options.part` of it) into its folder, then prints the tables over every
+ * run the folder holds and writes the plot; returns the PNG path (null when the gate stopped it).
+ */
+export async function benchPaper(options: PaperOptions = {}): Promise<string | null> {
   const t0 = performance.now();
   const s = options.quick ? QUICK : FULL;
+  const part = options.part ?? {};
+  checkPart(part);
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-paper-'));
+  const out = options.out ?? (options.quick ? path.join(scratch, 'store') : defaultPaperDir());
   try {
-    console.log(`\n## The paper's comparison in miniature (hidden-cue relay; ${s.seeds.length} seed(s); ${s.epochs} actor-critic epochs; ${workerCount()} workers${options.quick ? '; QUICK form: figures for checking only' : ''})`);
-    const { gate, dir, cpu } = await pretrainAndGate(s, scratch);
+    const store = PaperStore.open(out, { epochs: s.epochs, segments: s.segments, pretrain: s.pretrain }, { resume: options.resume === true });
+    console.log(`\n## The paper's comparison in miniature (hidden-cue relay; ${s.claimSeeds.length} paired seeds for the claim's sparse arms, ${s.seeds.length} elsewhere; ${s.epochs} actor-critic epochs; ${workerCount()} workers; work kept in ${out}${options.quick ? '; QUICK form: figures for checking only' : ''})`);
+    const { gate, dir, cpu } = await pretrainAndGate(s, scratch, store);
     const passed = gatePasses(gate);
     if (!passed && !options.quick && process.env.COMLRL_PAPER_IGNORE_GATE !== '1') {
       console.log('\nThe gate failed: the comparison is not reported (COMLRL_PAPER_IGNORE_GATE=1 reports it anyway).');
       process.exitCode = 1;
       return null;
     }
-    const jobs = runJobs(s, dir);
-    const results: (PaperAnswer & { kind: 'run' })[] = [];
+    const all = runJobs(s, dir, part);
+    const jobs = all.filter((j) => !store.has(j));
+    if (jobs.length < all.length) console.log(`\n${all.length - jobs.length} of this part's ${all.length} runs are in ${out} already: running the other ${jobs.length}.`);
+    let done = 0;
     const tRuns = performance.now();
     await pool(jobs, workerCount(), (a) => {
       if (a.kind !== 'run') return;
-      results.push(a);
-      process.stderr.write(`paper: ${results.length}/${jobs.length} ${a.variant} ${a.arm} seed ${a.seed}: final ${f3(a.result.curve[a.result.curve.length - 1])} (${a.result.seconds.toFixed(0)} s)\n`);
+      store.save(a);
+      done++;
+      process.stderr.write(`paper: ${done}/${jobs.length} ${a.variant} ${a.arm} seed ${a.seed}: final ${f3(a.result.curve[a.result.curve.length - 1])} (${a.result.seconds.toFixed(0)} s)\n`);
     });
     const runMin = (performance.now() - tRuns) / 60000;
+    const results = store.runs();
     printTables(s, results, passed);
     const png = await writePlot(s, results);
     console.log(`\nplot: ${png}; runs ${runMin.toFixed(1)} min; wall time ${((performance.now() - t0) / 60000).toFixed(1)} min`);
     // CPU time does not grow with the machine's load, so it predicts the wall time on idle cores.
     const runCpu = results.reduce((a, r) => a + (r.cpuSeconds ?? 0), 0);
     const idle = ((cpu[0] ?? 0) + (cpu.slice(1).reduce((a, b) => a + b, 0) + runCpu) / workerCount()) / 60;
-    console.log(`CPU time: pretraining ${(cpu[0] ?? 0).toFixed(0)} s, gate ${cpu.slice(1).reduce((a, b) => a + b, 0).toFixed(0)} s, runs ${runCpu.toFixed(0)} s (evaluation ${results.reduce((a, r) => a + r.result.evalCpuSeconds, 0).toFixed(0)} s): about ${idle.toFixed(1)} min on ${workerCount()} idle workers`);
+    console.log(`CPU time of every run in ${out} (all invocations): pretraining ${(store.pretrained()?.seconds ?? 0).toFixed(0)} s, this invocation's gate ${cpu.slice(1).reduce((a, b) => a + b, 0).toFixed(0)} s, runs ${runCpu.toFixed(0)} s (evaluation ${results.reduce((a, r) => a + r.result.evalCpuSeconds, 0).toFixed(0)} s): about ${idle.toFixed(1)} min on ${workerCount()} idle workers`);
     return png;
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });
   }
 }
 
-type RunAnswer = PaperAnswer & { kind: 'run' };
+type RunAnswer = StoredRun;
 
 function printTables(s: PaperSettings, results: readonly RunAnswer[], passed: boolean): void {
   console.log(`\n${passed ? '' : '**GATE FAILED: read these figures as unsupported.** '}Final = mean per-turn score of ${EVAL_EPISODES} sampled eval episodes after the whole budget; AUC = the mean of the ${s.segments + 1} evaluations at 0, 1/${s.segments}, …, 1 of each method's budget (trapezoids); critic EV = the trainers' explained variance, mean over turns, at the first → last flush. Mean over seeds [bootstrap 95% interval].\n`);
@@ -189,21 +255,28 @@ function printTables(s: PaperSettings, results: readonly RunAnswer[], passed: bo
     }
   }
   // The claim itself: CC (pretrained critic) against the better MAGRPO and against DC, paired by seed (same actor init).
-  console.log('\nPaired differences (same seed, same actor init), mean [bootstrap 95% interval]:\n');
-  console.log('| variant | comparison | Δ final | Δ AUC |');
-  console.log('|---|---|---|---|');
+  console.log('\nPaired differences (same seed, same actor init): mean [Student-t 95% interval] over n pairs; an interval above 0 is a lead:\n');
+  console.log('| variant | comparison | n | Δ final | Δ AUC |');
+  console.log('|---|---|---|---|---|');
   for (const v of PAPER_VARIANTS) {
-    const of = (id: string) => new Map(results.filter((r) => r.variant === v.name && r.arm === id).map((r) => [r.seed, r.result.curve]));
+    const of = (id: string) => new Map(results.filter((r) => r.variant === v.name && r.arm === id).map((r) => [r.seed, r.result.curve] as const));
     const cc = of('cc-pre');
     for (const [other, label] of [['magrpo-k2', 'MAGRPO K=2'], ['magrpo-k4', 'MAGRPO K=4'], ['dc-pre', 'CoLLM-DC (pretrained)'], ['cc-pre-blind', 'blind critic'], ['cc-random', 'random-init critic']] as const) {
       const o = of(other);
-      const seeds = [...cc.keys()].filter((k) => o.has(k));
-      if (seeds.length === 0) continue;
-      const d = (f: (c: number[]) => number) => seeds.map((k) => f(cc.get(k) ?? []) - f(o.get(k) ?? []));
-      const last = (c: number[]) => c[c.length - 1];
-      console.log(`| ${v.name} | CC pretrained − ${label} | ${ci(bootstrapMean(d(last)))} | ${ci(bootstrapMean(d(curveArea)))} |`);
+      const last = (c: readonly number[]) => c[c.length - 1];
+      const per = (m: ReadonlyMap<number, readonly number[]>, f: (c: readonly number[]) => number) => new Map([...m].map(([k, c]) => [k, f(c)] as const));
+      const dFinal = pairedTInterval(per(cc, last), per(o, last));
+      const dArea = pairedTInterval(per(cc, curveArea), per(o, curveArea));
+      if (dFinal === null || dArea === null) continue;
+      console.log(`| ${v.name} | CC pretrained − ${label} | ${dFinal.n} | ${pairedCell(dFinal)} | ${pairedCell(dArea)} |`);
     }
   }
+}
+
+/** A paired difference with its interval, marked where the interval excludes 0. */
+function pairedCell(d: PairedInterval): string {
+  const mark = d.lo > 0 ? ' ▲' : d.hi < 0 ? ' ▼' : '';
+  return `${ci(d)}${mark}`;
 }
 
 async function writePlot(s: PaperSettings, results: readonly RunAnswer[]): Promise<string> {

@@ -258,13 +258,26 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv[0] === '--child') return child(argv[1] as ChildSection, argv[2] || undefined, argv[3] || undefined);
   if (argv[0] === '--paper-worker') return paperWorker();
-  // `--quick` (paper, critic-fit): the short form, for checking.
+  // `--quick` (paper, critic-fit): the short form, for checking. The paper bench's folder and part:
+  // `--out DIR`, `--resume`, `--arms a,b`, `--variants 'sparse H=4,dense H=4'`.
   const quick = argv.includes('--quick');
-  const only = new Set(argv.filter((a) => a !== '--quick'));
+  const resume = argv.includes('--resume');
+  const valueOf = (flag: string): string | undefined => {
+    const i = argv.indexOf(flag);
+    if (i < 0) return undefined;
+    const v = argv[i + 1];
+    if (v === undefined || v.startsWith('--')) throw new Error(`bench: ${flag} needs a value`);
+    return v;
+  };
+  const out = valueOf('--out');
+  const arms = valueOf('--arms')?.split(',');
+  const variants = valueOf('--variants')?.split(',');
+  const valued = new Set(['--out', '--arms', '--variants']);
+  const only = new Set(argv.filter((a, i) => a !== '--quick' && a !== '--resume' && !valued.has(a) && !valued.has(argv[i - 1] ?? '')));
   const want = (name: string): boolean => only.size === 0 || only.has(name);
   // Long runs (minutes): only when named.
   if (only.has('paper')) {
-    await benchPaper({ quick });
+    await benchPaper({ quick, resume, out: out === undefined ? undefined : path.resolve(out), part: { arms, variants } });
     if (only.size === 1) return;
   }
   if (only.has('configs')) printConfigTable(await benchExampleConfigs());
