@@ -9,8 +9,9 @@
  * Phases, on a pool of worker processes ($COMLRL_PAPER_WORKERS, default 2): pretrain one critic
  * per seed; the critic-fit gate (bench/critic-fit.ts) on every variant; then every run. The
  * comparison is reported only if the gate passes ($COMLRL_PAPER_IGNORE_GATE=1, or `--quick`,
- * reports it anyway, marked). Prints the tables (mean over seeds [bootstrap 95% interval]) and
- * writes the curves to docs/img/paper-bench.png (or $COMLRL_PAPER_PLOT).
+ * reports it anyway, marked). Prints the tables (mean over seeds [bootstrap 95% interval]; paired
+ * differences with Student-t intervals) and writes the curves to paper-bench.png in its folder (or
+ * $COMLRL_PAPER_PLOT).
  *
  * `--quick`: one seed, {@link QUICK} budgets, for checking that everything runs (its figures mean
  * little). `npm run bench -- critic-fit` runs the first two phases alone.
@@ -222,8 +223,8 @@ export async function benchPaper(options: PaperOptions = {}): Promise<string | n
     const runMin = (performance.now() - tRuns) / 60000;
     const results = store.runs();
     printTables(s, results, passed);
-    const png = await writePlot(s, results);
-    console.log(`\nplot: ${png}; runs ${runMin.toFixed(1)} min; wall time ${((performance.now() - t0) / 60000).toFixed(1)} min`);
+    const png = await writePlot(s, results, process.env.COMLRL_PAPER_PLOT ?? path.join(out, 'paper-bench.png'));
+    console.log(`\nplot: ${png}${options.quick && options.out === undefined ? ' (QUICK: removed with its temporary folder)' : ''}; runs ${runMin.toFixed(1)} min; wall time ${((performance.now() - t0) / 60000).toFixed(1)} min`);
     // CPU time does not grow with the machine's load, so it predicts the wall time on idle cores.
     const runCpu = results.reduce((a, r) => a + (r.cpuSeconds ?? 0), 0);
     const idle = ((cpu[0] ?? 0) + (cpu.slice(1).reduce((a, b) => a + b, 0) + runCpu) / workerCount()) / 60;
@@ -279,7 +280,7 @@ function pairedCell(d: PairedInterval): string {
   return `${ci(d)}${mark}`;
 }
 
-async function writePlot(s: PaperSettings, results: readonly RunAnswer[]): Promise<string> {
+async function writePlot(s: PaperSettings, results: readonly RunAnswer[], png: string): Promise<string> {
   const points: PlotPoint[] = [];
   for (const v of PAPER_VARIANTS) {
     for (const arm of PAPER_ARMS) {
@@ -294,8 +295,6 @@ async function writePlot(s: PaperSettings, results: readonly RunAnswer[]): Promi
       }
     }
   }
-  const repo = path.resolve(path.dirname(fileURLToPath(import.meta.url)), '..', '..');
-  const png = process.env.COMLRL_PAPER_PLOT ?? path.join(repo, 'docs', 'img', 'paper-bench.png');
   fs.mkdirSync(path.dirname(png), { recursive: true });
   const title = `MAGRPO vs CoLLM-DC vs CoLLM-CC on the hidden-cue relay (x: fraction of each method's budget; ${s.seeds.length} seed(s))`;
   fs.writeFileSync(png, svgToPng(await renderSvg(buildPlotSpec(points, { figureTitle: title, xKey: 'fraction of the training budget', panelWidth: 560, panelHeight: 150 }))));
