@@ -53,3 +53,28 @@ export function groupItemsByTurn<T>(items: readonly T[], turnOf: (item: T) => nu
 export function meanOrZero(values: readonly number[]): number {
   return mean(values, 0);
 }
+
+/**
+ * Pearson correlation of two equally long lists (population moments). NaN when it is undefined:
+ * fewer than 2 pairs, or either list constant.
+ */
+export function pearsonCorrelation(xs: readonly number[], ys: readonly number[]): number {
+  if (xs.length !== ys.length) throw new Error(`pearsonCorrelation: ${xs.length} x values but ${ys.length} y values`);
+  const n = xs.length;
+  // Constant lists are caught exactly: their computed variance can be rounding noise, not 0.
+  if (n < 2 || xs.every((x) => x === xs[0]) || ys.every((y) => y === ys[0])) return Number.NaN;
+  const mx = mean(xs);
+  const my = mean(ys);
+  let sxy = 0;
+  let sxx = 0;
+  let syy = 0;
+  for (let i = 0; i < n; i++) {
+    const dx = xs[i] - mx;
+    const dy = ys[i] - my;
+    sxy += dx * dy;
+    sxx += dx * dx;
+    syy += dy * dy;
+  }
+  if (sxx === 0 || syy === 0) return Number.NaN;
+  return sxy / Math.sqrt(sxx * syy);
+}
