@@ -10,7 +10,7 @@
  * advantage y_t − V_t is, for λ, the GAE sum Σ_k (γλ)^k δ_{t+k}.
  * The discounted Monte-Carlo return G_t = Σ_k γ^k r_{t+k} is kept for logging.
  */
-import { zScore } from '../util/stats.js';
+import { isConstant, zScore } from '../util/stats.js';
 
 /** The critic target families of config `critic_target` (`td`: the paper's Eq. 5). */
 export const CRITIC_TARGETS = ['td', 'mc', 'nstep', 'lambda'] as const;
@@ -130,8 +130,8 @@ export function normalizeAdvantages(adv: readonly number[]): number[] {
 export function explainedVariance(predictions: readonly number[], targets: readonly number[]): number {
   if (predictions.length !== targets.length || targets.length === 0) return Number.NaN;
   const n = targets.length;
-  // Constant targets are caught exactly: their computed variance can be rounding noise, not 0.
-  if (targets.every((y) => y === targets[0])) return Number.NaN;
+  // Constant targets (up to rounding: their computed variance can be noise, not 0) explain nothing.
+  if (isConstant(targets)) return Number.NaN;
   const my = targets.reduce((a, b) => a + b, 0) / n;
   const vy = targets.reduce((a, b) => a + (b - my) ** 2, 0) / n;
   if (vy === 0) return Number.NaN;
