@@ -5,6 +5,7 @@
  * CoLLM-DC runs whose buffer cuts episodes, checked against an independent (forward-view)
  * computation from what the trace and the flushed transitions hold.
  */
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
 import type { JointTransition } from '../src/buffer/replay.js';
@@ -12,6 +13,8 @@ import { segmentTargets, type CriticTarget } from '../src/buffer/targets.js';
 import type { CriticLM } from '../src/critic/value-model.js';
 import type { Agent } from '../src/decpomdp/agent.js';
 import type { GlobalInfo, LLMDecPOMDP, StepResult } from '../src/decpomdp/types.js';
+import { MetricsLogger, readMetrics } from '../src/logging/metrics.js';
+import { TensorBoardWriter } from '../src/logging/tensorboard.js';
 import { pearsonCorrelation } from '../src/util/stats.js';
 import { toyTasks, toyWords, type ToyTask } from '../envs/toy/index.js';
 import { CoLLMCCTrainer } from '../trainers/collm/centralized.js';
@@ -24,6 +27,7 @@ import type { CriticEstimatesEvent, UpdateTraceEvent } from '../trainers/core/tr
 import { backendUnderTest } from './backend-under-test.js';
 import { disposeCritics, toyCritics } from './collm-helpers.js';
 import { disposeAgents, tempDir, tinyAgents } from './magrpo-helpers.js';
+import { readEventDir } from './tensorboard-reader.js';
 
 const close = (got: readonly number[], want: readonly number[], digits = 12) => {
   expect(got).toHaveLength(want.length);
@@ -424,7 +428,7 @@ describe('CoLLM updates train on the configured target, over flushes that cut ep
     trainer.dispose();
   });
 
-  it('CoLLM-DC: each agent\'s critic has its own diagnostics under agent_i/critic_', { timeout: 300_000 }, async () => {
+  it("CoLLM-DC: each agent's critic has its own diagnostics under agent_i/critic_, written to metrics.jsonl and TensorBoard", { timeout: 300_000 }, async () => {
     const { flushes, trainer } = await run('dc', { critic_target: 'mc' });
     for (const { transitions, estimates, record } of flushes) {
       for (const [slot, e] of estimates.entries()) {
@@ -435,5 +439,15 @@ describe('CoLLM updates train on the configured target, over flushes that cut ep
       expect(Object.keys(record).some((k) => k.startsWith('critic/ev'))).toBe(false);
     }
     trainer.dispose();
+    // The names go through metrics.jsonl and TensorBoard's event files as they are.
+    const diagnostics = Object.fromEntries(Object.entries(flushes[0].record).filter(([k]) => /^agent_\d\/critic_(ev_mc|ev_target|delta_reward_corr)/.test(k)));
+    expect(Object.keys(diagnostics).length).toBeGreaterThanOrEqual(6);
+    const jsonl = MetricsLogger.open(join(dir, 'diagnostics', 'metrics.jsonl'));
+    jsonl.log(5, diagnostics);
+    expect(readMetrics(jsonl.path)).toEqual([{ step: 5, ...diagnostics }]);
+    const tb = TensorBoardWriter.open(join(dir, 'diagnostics', 'tensorboard'));
+    tb.write(5, diagnostics);
+    const scalars = readEventDir(join(dir, 'diagnostics', 'tensorboard')).events.flatMap((e) => e.scalars ?? []);
+    expect(scalars).toEqual(Object.entries(diagnostics).map(([tag, value]) => ({ tag, value: Math.fround(value) })));
   });
 });
