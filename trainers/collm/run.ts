@@ -328,7 +328,7 @@ export async function evalRecord<T, S>(
   values: (ep: EvalEpisode<T, S>) => Promise<number[][]>,
   discount: number,
   callbacks: readonly EvalCallback<T, S>[],
-  target: CriticTarget = { kind: 'td' },
+  target: CriticTarget,
 ): Promise<MetricRecord> {
   const valueByTurn = new Map<number, { pred: number[]; target: number[] }>();
   for (const ep of episodes) {
