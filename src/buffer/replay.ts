@@ -41,7 +41,10 @@ export interface AgentTransition {
   readonly nextCriticIds: readonly number[] | null;
   /** The critic value at rollout time (V(h_{i,t}) or Q; for CC the joint value). */
   readonly value: number;
-  /** One-step TD target y_{i,t} from the rollout-time values (what `recompute_targets: false` trains on). */
+  /**
+   * The target y_{i,t} from the rollout-time values over the whole episode (what `recompute_targets:
+   * false` trains on): the one-step TD target, or the return `critic_target` names.
+   */
   readonly target: number;
   /** Discounted Monte-Carlo return G_t (logging only). */
   readonly return: number;
@@ -59,7 +62,7 @@ export interface JointCriticTransition {
   readonly nextCriticIds: readonly number[] | null;
   /** V(h_t) or Q(h_t, a_t) at rollout time. */
   readonly value: number;
-  /** y_t = r_t + γ·V(h_{t+1}) from the rollout-time values (no bootstrap at the end). */
+  /** y_t = r_t + γ·V(h_{t+1}) from the rollout-time values (no bootstrap at the end), or the return `critic_target` names. */
   readonly target: number;
 }
 

@@ -53,3 +53,46 @@ export function groupItemsByTurn<T>(items: readonly T[], turnOf: (item: T) => nu
 export function meanOrZero(values: readonly number[]): number {
   return mean(values, 0);
 }
+
+/**
+ * Whether a list is constant up to double rounding: its spread is at most 1e-12 of its largest
+ * magnitude. Values computed as differences (δ = y − V) or sums of equal terms can differ in the
+ * last bits where they are equal in exact arithmetic, and a statistic that divides by their
+ * variance would turn that noise into a number; float32 model outputs differ by far more (≈1e-7).
+ */
+export function isConstant(values: readonly number[]): boolean {
+  if (values.length === 0) return true;
+  let lo = values[0];
+  let hi = values[0];
+  let scale = 0;
+  for (const v of values) {
+    if (v < lo) lo = v;
+    if (v > hi) hi = v;
+    scale = Math.max(scale, Math.abs(v));
+  }
+  return hi - lo <= 1e-12 * scale;
+}
+
+/**
+ * Pearson correlation of two equally long lists (population moments). NaN when it is undefined:
+ * fewer than 2 pairs, or either list constant ({@link isConstant}).
+ */
+export function pearsonCorrelation(xs: readonly number[], ys: readonly number[]): number {
+  if (xs.length !== ys.length) throw new Error(`pearsonCorrelation: ${xs.length} x values but ${ys.length} y values`);
+  const n = xs.length;
+  if (n < 2 || isConstant(xs) || isConstant(ys)) return Number.NaN;
+  const mx = mean(xs);
+  const my = mean(ys);
+  let sxy = 0;
+  let sxx = 0;
+  let syy = 0;
+  for (let i = 0; i < n; i++) {
+    const dx = xs[i] - mx;
+    const dy = ys[i] - my;
+    sxy += dx * dy;
+    sxx += dx * dx;
+    syy += dy * dy;
+  }
+  if (sxx === 0 || syy === 0) return Number.NaN;
+  return sxy / Math.sqrt(sxx * syy);
+}

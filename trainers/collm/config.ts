@@ -27,6 +27,7 @@
 import { z } from 'zod';
 import { boolField, criticLrScheduleFields, enumField, finiteNumber, intAtLeast, lrScheduleFields, parseConfig, runSettingsFields } from '../core/config.js';
 import { referenceKlFields } from '../core/reference-kl.js';
+import { CRITIC_TARGETS, type CriticTarget } from '../../src/buffer/targets.js';
 
 /** `v`: V(h) read at the last prompt token; `q`: Q(h, a) read at the last response token. */
 export const CRITIC_TYPES = ['v', 'q'] as const;
@@ -142,6 +143,22 @@ function sharedFields() {
      */
     update_order: enumField('update_order', UPDATE_ORDERS).optional(),
 
+    // ---- comlrl's critic targets (beyond CoMLRL and the paper) ----
+    /**
+     * What the critic regresses on and the actor's δ is measured against, over each episode's
+     * transitions in a flush. Absent or `td`: the paper's one-step TD target r_t + γ·V(h_{t+1})
+     * (Eq. 5, CoMLRL). `mc`: the discounted return to the episode's end; `nstep`: n rewards then
+     * γ^n·V(h_{t+n}) (`critic_target_n`); `lambda`: the TD(λ) return (`critic_lambda`), whose
+     * advantage is the GAE sum Σ (γλ)^k δ_{t+k}. A return that reaches the end of the flush's part
+     * of an episode the buffer cut bootstraps from the critic's value there. Left out of a
+     * config's hash when absent.
+     */
+    critic_target: enumField('critic_target', CRITIC_TARGETS).optional(),
+    /** n of `critic_target: nstep` (required there, refused otherwise). */
+    critic_target_n: intAtLeast('critic_target_n', 1).optional(),
+    /** λ of `critic_target: lambda` in [0, 1] (required there, refused otherwise); 0 is `td`, 1 is `mc`. */
+    critic_lambda: finiteNumber('critic_lambda', { min: 0, max: 1 }).optional(),
+
     // ---- comlrl's data reuse ----
     /** Passes over one buffer (PPO-style epochs); 1 = CoMLRL's single pass. */
     update_epochs: intAtLeast('update_epochs', 1).default(1),
@@ -227,6 +244,23 @@ function unusedHeadWidth(cfg: { use_separate_critic: boolean; critic_value_head_
   });
 }
 
+// Each target parameter belongs to one critic_target, which needs it.
+function criticTargetParameters(cfg: { critic_target?: string; critic_target_n?: number; critic_lambda?: number }, ctx: z.RefinementCtx): void {
+  const kind = cfg.critic_target ?? 'td';
+  for (const [key, owner] of [
+    ['critic_target_n', 'nstep'],
+    ['critic_lambda', 'lambda'],
+  ] as const) {
+    const set = cfg[key] !== undefined;
+    if (set && kind !== owner) {
+      ctx.addIssue({ code: 'custom', path: [key], message: `${key} applies to critic_target: ${owner} only (critic_target is ${kind}); remove it or set critic_target: ${owner}` });
+    } else if (!set && kind === owner) {
+      const what = owner === 'nstep' ? 'the n of the n-step return, an integer >= 1' : 'the λ of the TD(λ) return, in [0, 1]';
+      ctx.addIssue({ code: 'custom', path: [key], message: `critic_target: ${owner} needs ${key} (${what})` });
+    }
+  }
+}
+
 const dcSchema = z
   .strictObject({
     ...sharedFields(),
@@ -239,6 +273,7 @@ const dcSchema = z
     value_head_hidden_dim: intAtLeast('value_head_hidden_dim', 0).nullable().default(null),
   })
   .superRefine(multiTurnNeedsOneGeneration)
+  .superRefine(criticTargetParameters)
   .superRefine(sharedHeadsTakeActorSchedule)
   .superRefine(unusedHeadWidth);
 
@@ -248,7 +283,8 @@ const ccSchema = z
     /** Hidden width of the centralized critic's MLP head (CoMLRL reads it from model_config); null or 0 → linear. */
     critic_value_head_hidden_dim: intAtLeast('critic_value_head_hidden_dim', 0).nullable().default(null),
   })
-  .superRefine(multiTurnNeedsOneGeneration);
+  .superRefine(multiTurnNeedsOneGeneration)
+  .superRefine(criticTargetParameters);
 
 /** CoLLM-DC config as written by users (every field optional). */
 export type CoLLMDCConfigInput = z.input<typeof dcSchema>;
@@ -279,6 +315,23 @@ export function parseCoLLMDCConfig(input: CoLLMDCConfigInput | Record<string, un
 /** Validates a CoLLM-CC (MAAC) config and fills defaults; throws TrainerConfigError naming each bad field. */
 export function parseCoLLMCCConfig(input: CoLLMCCConfigInput | Record<string, unknown> = {}): CoLLMCCConfig {
   return parseConfig('CoLLM-CC', ccSchema, input, COLLM_CC_CONFIG_FIELDS);
+}
+
+/**
+ * The critic target a validated config asks for (`critic_target` with its parameter; absent:
+ * `td`). Throws where the parameter is missing, which parsing already refuses.
+ */
+export function criticTargetOf(config: Pick<ActorCriticConfig, 'critic_target' | 'critic_target_n' | 'critic_lambda'>): CriticTarget {
+  const kind = config.critic_target ?? 'td';
+  if (kind === 'nstep') {
+    if (config.critic_target_n === undefined) throw new Error('critic_target: nstep needs critic_target_n');
+    return { kind, n: config.critic_target_n };
+  }
+  if (kind === 'lambda') {
+    if (config.critic_lambda === undefined) throw new Error('critic_target: lambda needs critic_lambda');
+    return { kind, lambda: config.critic_lambda };
+  }
+  return { kind };
 }
 
 /** What {@link comlrl136} sets. */

@@ -1,6 +1,7 @@
 /** CoLLM's actor-critic trainers: one trainer (Algorithm 1) over a critic set, the critic sets of CoLLM-DC and CoLLM-CC, and the pieces they share. */
 export * from './config.js';
 export * from './critic-set.js';
+export * from './diagnostics.js';
 export * from './layout.js';
 export * from './metrics.js';
 export * from './rollout.js';

@@ -6,7 +6,7 @@
  * the order of the paper's Algorithm 1 is in each trainer's file.
  */
 import { ReplayBuffer, type JointTransition } from '../../src/buffer/replay.js';
-import { normalizeAdvantages, tdTargets } from '../../src/buffer/targets.js';
+import { normalizeAdvantages, segmentTargets, type CriticTarget } from '../../src/buffer/targets.js';
 import { meanOrZero as mean } from '../../src/util/stats.js';
 import { runEvalCallbacks, summarizeEval, type EvalCallback, type EvalEpisode } from '../core/eval.js';
 import { evalKey, turnKey, type MetricRecord } from '../core/metrics.js';
@@ -94,8 +94,10 @@ export function turnGroupAdvantages(items: readonly { turn: number; delta: numbe
 export interface CriticEstimates {
   /** V(h_t) (or Q(h_t, a_t)) per transition. */
   readonly values: number[];
-  /** y_t = r_t + γ·V(h_{t+1}), y = r at an episode's last step. */
+  /** y_t under the config's `critic_target` (td: r_t + γ·V(h_{t+1}), y = r at an episode's last step). */
   readonly targets: number[];
+  /** Advantage per transition before the turn groups' normalization: δ = y − V (a Q critic against its baseline: Q). */
+  readonly advantagesRaw: number[];
   /** Advantage per transition (z-scored per turn group unless `advantage_normalization` is false). */
   readonly advantages: number[];
 }
@@ -106,6 +108,63 @@ export function bootstrapTargets(transitions: readonly JointTransition[], next: 
     const n = next[j];
     return n === null ? tr.reward : tr.reward + discount * n;
   });
+}
+
+/**
+ * The flush's stored steps of each episode (each joint sample k of a single-turn episode its own),
+ * as index lists into `transitions` in turn order. A flush holds consecutive turns of an episode:
+ * all of them, or the part before or after a cut where the buffer filled.
+ */
+export function episodeSegments(transitions: readonly JointTransition[]): number[][] {
+  const byEpisode = new Map<string, number[]>();
+  transitions.forEach((tr, j) => {
+    const key = `${tr.episode}/${tr.generation}`;
+    const list = byEpisode.get(key);
+    if (list) list.push(j);
+    else byEpisode.set(key, [j]);
+  });
+  const out: number[][] = [];
+  for (const [key, idx] of byEpisode) {
+    idx.sort((a, b) => transitions[a].turn - transitions[b].turn);
+    idx.forEach((j, q) => {
+      if (q > 0 && transitions[j].turn !== transitions[idx[q - 1]].turn + 1) {
+        throw new Error(`critic targets: episode ${key} (episode/sample) holds turns ${idx.map((i) => transitions[i].turn + 1).join(', ')} in one flush; its steps must be consecutive`);
+      }
+    });
+    out.push(idx);
+  }
+  return out;
+}
+
+/**
+ * The targets y of every transition of a flush under `target` (config `critic_target`), from the
+ * critic's values V(h_t) and `next` (V(h_{t+1}) per transition, null after an episode's last
+ * step). `td` is per transition (y = r + γ·next, y = r at the end: {@link bootstrapTargets});
+ * the longer returns run over each episode's stored steps ({@link episodeSegments}) and bootstrap
+ * from `next` of the last stored step — the critic's value at a cut, nothing after the episode's end.
+ */
+export function flushTargets(
+  transitions: readonly JointTransition[],
+  values: readonly number[],
+  next: readonly (number | null)[],
+  target: CriticTarget,
+  discount: number,
+): number[] {
+  if (target.kind === 'td') return bootstrapTargets(transitions, next, discount);
+  const out = new Array<number>(transitions.length);
+  for (const idx of episodeSegments(transitions)) {
+    const ys = segmentTargets(
+      {
+        rewards: idx.map((j) => transitions[j].reward),
+        values: idx.map((j) => values[j]),
+        bootstrap: next[idx[idx.length - 1]],
+      },
+      target,
+      discount,
+    );
+    idx.forEach((j, q) => (out[j] = ys[q]));
+  }
+  return out;
 }
 
 /**
@@ -120,7 +179,7 @@ export function estimates(
   options: { normalize: boolean; qBaseline: boolean },
 ): CriticEstimates {
   const raw = transitions.map((tr, j) => ({ turn: tr.turn, delta: options.qBaseline ? values[j] : targets[j] - values[j] }));
-  return { values: [...values], targets: [...targets], advantages: turnGroupAdvantages(raw, options.normalize, options.qBaseline) };
+  return { values: [...values], targets: [...targets], advantagesRaw: raw.map((r) => r.delta), advantages: turnGroupAdvantages(raw, options.normalize, options.qBaseline) };
 }
 
 /** Per-turn reward/return sums over an epoch, for `turn_k/epoch_reward_mean` and `turn_k/epoch_avg_return`. */
@@ -262,18 +321,19 @@ export function episodeSummary<T, S>(episodes: readonly EvalEpisode<T, S>[]): Me
 /**
  * The eval record of played episodes with the critic's values along each (`values(ep)`: one list
  * per critic, per agent for CoLLM-DC): per-turn rewards, returns, value predictions and the targets
- * y_t from them, episode means and the user's callbacks.
+ * y_t (of the config's `critic_target`) from them, episode means and the user's callbacks.
  */
 export async function evalRecord<T, S>(
   episodes: readonly EvalEpisode<T, S>[],
   values: (ep: EvalEpisode<T, S>) => Promise<number[][]>,
   discount: number,
   callbacks: readonly EvalCallback<T, S>[],
+  target: CriticTarget,
 ): Promise<MetricRecord> {
   const valueByTurn = new Map<number, { pred: number[]; target: number[] }>();
   for (const ep of episodes) {
     for (const vs of await values(ep)) {
-      const targets = tdTargets(ep.rewards, vs, discount);
+      const targets = segmentTargets({ rewards: ep.rewards, values: vs, bootstrap: null }, target, discount);
       vs.forEach((v, t) => {
         const acc = valueByTurn.get(t) ?? { pred: [], target: [] };
         acc.pred.push(v);

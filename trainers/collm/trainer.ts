@@ -12,9 +12,12 @@
  *      go to the replay buffer; a full buffer (and the leftovers at epoch end) is one `update`.
  *   2. `criticEstimates`: at every update epoch, per critic, from the CURRENT critic
  *      (Eq. 5; `recompute_targets: false` keeps the rollout-time values, CoMLRL 1.3.6):
- *      y_t = r_t + γ·V(h_{t+1}), y = r at the episode's last step; δ_t = y_t − V(h_t) (a Q critic:
+ *      y_t = r_t + γ·V(h_{t+1}), y = r at the episode's last step (comlrl's `critic_target`: or a
+ *      Monte-Carlo, n-step or TD(λ) return over the episode's steps in the flush, bootstrapped from
+ *      the critic where the flush cut the episode); δ_t = y_t − V(h_t) (a Q critic:
  *      Q − the turn group's mean, `q_advantage`), z-scored per turn group. Agent i trains on the
- *      advantage of its critic (`slotOf(i)`: its own, or the centralized one).
+ *      advantage of its critic (`slotOf(i)`: its own, or the centralized one). Each update also
+ *      logs how well every critic predicts the returns (diagnostics.ts).
  *   3. `updateFrom`: for `update_epochs` passes, per turn group in ascending order,
  *      shuffled minibatches of joint transitions; per minibatch
  *        every actor i: −mean( min(ρ_i·A, clip(ρ_i, 1±c)·A) )   (ρ = π_θ/π_old; CoMLRL: −mean(A·log π)),
@@ -32,7 +35,7 @@
  * non-finite losses raise; streams are seeded.
  */
 import { planMinibatches, type JointTransition } from '../../src/buffer/replay.js';
-import { tdTargets } from '../../src/buffer/targets.js';
+import { segmentTargets, type CriticTarget } from '../../src/buffer/targets.js';
 import type { Agent } from '../../src/decpomdp/agent.js';
 import type { AdamW } from '../../src/optim/adamw.js';
 import { rngFor, type Rng } from '../../src/util/rng.js';
@@ -42,14 +45,15 @@ import type { MetricRecord } from '../core/metrics.js';
 import { saveMergedModels, type SaveOptions } from '../core/save.js';
 import { ReferenceKlTracker } from '../core/reference-kl.js';
 import { TrainerBase, type TrainerNames } from '../core/trainer.js';
-import type { ActorCriticConfig } from './config.js';
+import { criticTargetOf, type ActorCriticConfig } from './config.js';
 import type { CriticSet, CriticView } from './critic-set.js';
+import { criticDiagnostics } from './diagnostics.js';
 import { FlushMetrics } from './metrics.js';
 import { episodeTransitions, jointSteps, predictDistinct, sampleTurn, type PlayedTurn, type RolloutContext, type TurnSamples } from './rollout.js';
 import {
   ActorCriticRun,
-  bootstrapTargets,
   estimates,
+  flushTargets,
   evalRecord,
   type ActorCriticEvalResult,
   type ActorCriticInputs,
@@ -108,6 +112,8 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
   private readonly run: ActorCriticRun;
   /** Reference KL (config `reference_kl_enabled`), else null. */
   private readonly referenceKl: ReferenceKlTracker | null;
+  /** What the critics regress on (config `critic_target`). */
+  private readonly target: CriticTarget;
 
   constructor(names: TrainerNames, config: C, options: ActorCriticInputs<T, S>, critics: CriticSetFactory<C>) {
     super(names, config, options);
@@ -122,6 +128,7 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
     this.slotOptimizers = set.slots.map((s, c) => own.get(c) ?? this.actorOptimizers[s.owner as number]);
     this.run = new ActorCriticRun(config.rollout_buffer_size, agents.length, options.rolloutMetrics);
     this.referenceKl = ReferenceKlTracker.of(config, agents);
+    this.target = criticTargetOf(config);
   }
 
   /** The metrics of the latest buffer flush (also sent to the logger when due). */
@@ -159,7 +166,7 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
 
   /**
    * Plays one episode of `task` with the current actors and returns its joint transitions with
-   * every critic's inputs (at h_t and h_{t+1}), rollout-time values and TD targets, and the
+   * every critic's inputs (at h_t and h_{t+1}), rollout-time values and targets, and the
    * behaviour log-probs (K joint samples when single-turn).
    */
   async rollout(task: T): Promise<JointTransition[]> {
@@ -184,13 +191,18 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
       turns.push({ ...samples, steps: played.steps, criticIds, values });
       state = played.next;
     }
-    // Rollout-time targets per critic from its own values (what `recompute_targets: false` trains on).
+    // Rollout-time targets per critic from its own values over the whole episode (what
+    // `recompute_targets: false` trains on; no flush has cut the episode yet).
     const k = turns[0].steps.length;
     const targets = criticSet.slots.map((_, c) =>
       Array.from({ length: k }, (_, j) =>
-        tdTargets(
-          turns.map((tr) => tr.steps[j].reward),
-          turns.map((tr) => tr.values[c][j]),
+        segmentTargets(
+          {
+            rewards: turns.map((tr) => tr.steps[j].reward),
+            values: turns.map((tr) => tr.values[c][j]),
+            bootstrap: null,
+          },
+          this.target,
           config.discount,
         ),
       ),
@@ -220,7 +232,6 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
     const out = await this.currentEstimates(transitions);
     const trace = this.trace;
     if (trace) {
-      const qBaseline = this.config.critic_type === 'q' && this.config.q_advantage === 'baseline';
       out.forEach((e, slot) =>
         trace({
           kind: 'critic_estimates',
@@ -229,7 +240,7 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
           turns: transitions.map((t) => t.turn),
           values: e.values,
           targets: e.targets,
-          advantagesRaw: e.values.map((v, j) => (qBaseline ? v : e.targets[j] - v)),
+          advantagesRaw: e.advantagesRaw,
           advantages: e.advantages,
         }),
       );
@@ -259,7 +270,8 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
       const preds = await this.timer.time('critic', () => predictDistinct((r) => criticSet.slots[c].model.predict(r), rows));
       let q = parts.length;
       const next = parts.map((p) => (p.nextCriticIds === null ? null : preds[q++]));
-      out.push(estimates(transitions, preds.slice(0, parts.length), bootstrapTargets(transitions, next, config.discount), options));
+      const values = preds.slice(0, parts.length);
+      out.push(estimates(transitions, values, flushTargets(transitions, values, next, this.target, config.discount), options));
     }
     return out;
   }
@@ -318,11 +330,15 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
     const warmup: MetricRecord = flush.actorsFrozen ? { critic_warmup: 1 } : {};
     // Every agent's record shows its critic's estimates at the flush's start.
     const atStart = flush.first as CriticEstimates[];
+    // Each critic's fit against the returns beside its fit against its own targets (diagnostics.ts).
+    const diagnostics: MetricRecord = {};
+    this.criticSet.slots.forEach((s, c) => Object.assign(diagnostics, criticDiagnostics(transitions, atStart[c], s.owner)));
     this.run.lastUpdate = {
       ...flush.metrics.record(
         transitions,
         agents.map((_, i) => atStart[this.criticSet.slotOf(i)]),
       ),
+      ...diagnostics,
       ...this.run.userRolloutMetrics(transitions),
       ...this.referenceKl?.flushMetrics(transitions),
       ...warmup,
@@ -456,7 +472,7 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
   async evaluate(): Promise<ActorCriticEvalResult<T, S>> {
     const t0 = performance.now();
     const episodes = await this.playEvalEpisodes(this.config.early_termination_threshold);
-    const metrics = await evalRecord(episodes, (ep) => this.evalValues(ep), this.config.discount, this.evalCallbacks);
+    const metrics = await evalRecord(episodes, (ep) => this.evalValues(ep), this.config.discount, this.evalCallbacks, this.target);
     metrics['eval/time_s'] = (performance.now() - t0) / 1000;
     await this.logger?.log(this.envStep, metrics);
     return { envStep: this.envStep, metrics, episodes };
