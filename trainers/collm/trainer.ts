@@ -34,7 +34,7 @@
 import { planMinibatches, type JointTransition } from '../../src/buffer/replay.js';
 import { tdTargets } from '../../src/buffer/targets.js';
 import type { Agent } from '../../src/decpomdp/agent.js';
-import { declaredGlobalFeatures, globalFeaturesOf } from '../../src/decpomdp/features.js';
+import { globalFeaturesOf } from '../../src/decpomdp/features.js';
 import type { AdamW } from '../../src/optim/adamw.js';
 import { rngFor, type Rng } from '../../src/util/rng.js';
 import type { EvalEpisode } from '../core/eval.js';
@@ -45,9 +45,9 @@ import { ReferenceKlTracker } from '../core/reference-kl.js';
 import { TrainerBase, type TrainerNames } from '../core/trainer.js';
 import type { ActorCriticConfig } from './config.js';
 import type { CriticSet, CriticView } from './critic-set.js';
-import type { LLMDecPOMDP } from '../../src/decpomdp/types.js';
 import { FlushMetrics } from './metrics.js';
-import { episodeTransitions, jointSteps, predictDistinct, sampleTurn, type CriticPart, type PlayedTurn, type RolloutContext, type TurnSamples } from './rollout.js';
+import { checkBufferedFeatures, checkHeadFeatures, criticFeatureSize, featureParts, storedFeatures } from './critic-features.js';
+import { episodeTransitions, jointSteps, predictDistinct, sampleTurn, type PlayedTurn, type RolloutContext, type TurnSamples } from './rollout.js';
 import {
   ActorCriticRun,
   bootstrapTargets,
@@ -556,54 +556,5 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
     for (const o of this.allOptimizers()) o.dispose();
     for (const s of this.criticSet.slots) s.model.head.dispose();
     this.referenceKl?.dispose();
-  }
-}
-
-// ---------------------------------------------------------------------------------------------
-// Numeric m_t (`critic_global_features`).
-// ---------------------------------------------------------------------------------------------
-
-/** The feature width every head reads: the env's declared size when `critic_global_features`, else 0 (refused by name when the env has none). */
-function criticFeatureSize<T, S>(label: string, config: ActorCriticConfig, env: LLMDecPOMDP<T, S>): number {
-  if (config.critic_global_features !== true) return 0;
-  if (env.globalFeatures === undefined) {
-    throw new Error(`${label}: critic_global_features is true, but env '${env.name}' provides no globalFeatures (numeric m_t); give the env globalFeatures or leave critic_global_features off`);
-  }
-  return declaredGlobalFeatures(env).size;
-}
-
-/** Every head must read exactly `featureSize` features (a head given to resume: its checkpoint's). */
-function checkHeadFeatures(set: CriticSet, featureSize: number, label: string, envName: string): void {
-  set.slots.forEach((slot, c) => {
-    const reads = slot.model.featureSize;
-    if (reads === featureSize) return;
-    const wanted = featureSize > 0 ? `env '${envName}' declares ${featureSize} (critic_global_features: true)` : 'critic_global_features is off';
-    throw new Error(`${label}: the value head of critic ${c} reads ${reads} global features, but ${wanted}; a saved head must have been trained with the same feature size`);
-  });
-}
-
-/** m_t and m_{t+1} of turn t's critic part (when the heads read them), as stored in a transition. */
-function featureParts(turns: readonly { features: number[] | null }[], t: number): Pick<CriticPart, 'criticFeatures' | 'nextCriticFeatures'> {
-  const features = turns[t].features;
-  if (features === null) return {};
-  return { criticFeatures: features, nextCriticFeatures: t + 1 < turns.length ? turns[t + 1].features : null };
-}
-
-/** A stored feature vector, which a head that reads features needs (`checkBufferedFeatures` refuses snapshots without). */
-function storedFeatures(features: readonly number[] | null | undefined): readonly number[] {
-  if (!features) throw new Error('a buffered transition has no global features, but the critic heads read them');
-  return features;
-}
-
-/** A resumed buffer must carry features exactly when the heads read them. */
-function checkBufferedFeatures(buffer: readonly JointTransition[], set: CriticSet, featureSize: number, label: string): void {
-  for (const tr of buffer) {
-    for (let c = 0; c < set.slots.length; c++) {
-      const f = set.partOf(tr, c).criticFeatures;
-      const has = f !== undefined;
-      if (has === featureSize > 0 && (!has || f.length === featureSize)) continue;
-      const holds = has ? `${f.length} global features` : 'no global features';
-      throw new Error(`importState: a buffered transition (episode ${tr.episode}, turn ${tr.turn}) holds ${holds} for critic ${c}, but the heads read ${featureSize} (${label}, critic_global_features ${featureSize > 0 ? 'on' : 'off'}); resume with the config the snapshot was taken with`);
-    }
   }
 }
