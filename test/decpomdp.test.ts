@@ -8,6 +8,7 @@ import {
   emptyAgentHistory,
   emptyJointHistory,
   fromCoMLRL,
+  globalFeaturesOf,
   isStaged,
   runEpisode,
   scaleShift,
@@ -157,6 +158,33 @@ describe('CoMLRL adapter', () => {
     expect(seen).toEqual([{ completions: [['ab'], ['c'], ['def']], prompts: ['q7', 'q7', 'q7'], turn: 0, id: 7 }]);
     expect(env.globalInfo(s0)).toEqual({ turn: 0, numTurns: 1, lastReward: null, maxReward: 0 });
     expect(env.globalInfo(r.next)).toEqual({ turn: 1, numTurns: 1, lastReward: 8, maxReward: 0 });
+  });
+
+  it('numeric m_t (globalFeatures option): computed per state from the turn, rewards, raw reward and reward info', async () => {
+    const plain = fromCoMLRL<Item>({ numAgents: 1, numTurns: 1, rewardFunc: () => 1 });
+    expect(plain.globalFeatures).toBeUndefined();
+    const env = fromCoMLRL<Item>({
+      numAgents: 1,
+      numTurns: 2,
+      rewardFunc: ([[a]]) => ({ reward: a.length, info: { hits: a.split('x').length - 1 } }),
+      externalTransition: () => ['next'],
+      rewardProcessor: scaleShift({ scale: 1, shift: -1 }),
+      globalFeatures: {
+        size: 4,
+        names: ['turn/H', 'Σ r', 'raw', 'hits'],
+        of: (c) => [c.turn / c.numTurns, c.rewards.reduce((a, b) => a + b, 0), c.lastRawReward ?? -1, typeof c.lastInfo?.hits === 'number' ? c.lastInfo.hits : -1],
+      },
+    });
+    expect(env.globalFeatures?.names).toEqual(['turn/H', 'Σ r', 'raw', 'hits']);
+    const s0 = env.initialState(item);
+    const s1 = (await env.step(s0, ['xax'])).next;
+    const s2 = (await env.step(s1, ['x'])).next;
+    // raw 3 → r 2, two x; raw 1 → r 0, one x.
+    expect([s0, s1, s2].map((s) => globalFeaturesOf(env, s))).toEqual([
+      [0, 0, -1, -1],
+      [1 / 2, 2, 3, 2],
+      [1, 2, 1, 1],
+    ]);
   });
 
   it('a reward with info passes its details into the step info and the transition', async () => {

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { runEpisode, stepMany } from '../src/decpomdp/index.js';
+import { globalFeaturesOf, runEpisode, stepMany } from '../src/decpomdp/index.js';
 import { COOPHE_PAPER_REWARD_SHIFT, CoopHEEnv } from '../envs/index.js';
 import { CoopHERewardRunner } from '../rewards/coophe/index.js';
 import { readSharedJson, sharedOrSkip } from './shared-fixtures.js';
@@ -90,6 +90,15 @@ describe('CoopHEEnv', () => {
     expect(results.map((r) => r.reward)).toEqual([4, 3, 1.1, 0.4]);
     expect(results.every((r) => r.done)).toBe(true);
     expect((results[1].info.breakdown as { is_wrapper: boolean }).is_wrapper).toBe(true);
+    // Numeric m_t: turn/H, tests passed/total, raw reward/4 — nothing played at s_0; 2/2 tests,
+    // 0/2 tests, and no test run (the main check stopped the reward at 0.4).
+    expect(globalFeaturesOf(env, s0)).toEqual([0, 0, 0]);
+    expect(results.map((r) => globalFeaturesOf(env, r.next))).toEqual([
+      [1, 1, 1],
+      [1, 1, 0.75],
+      [1, 0, 1.1 / 4],
+      [1, 0, 0.4 / 4],
+    ]);
   });
 
   it('plain follow-ups wrapped in the turn-1 template when passthrough is off', async () => {

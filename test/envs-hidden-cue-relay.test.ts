@@ -1,7 +1,8 @@
-/** The hidden-cue relay: per-turn scores, the agreed slot, sparse vs dense payment, progress in m_t (hand-derived). */
+/** The hidden-cue relay: per-turn scores, the agreed slot, sparse vs dense payment, progress in m_t as text and as numbers (hand-derived). */
 import { describe, expect, it } from 'vitest';
 import { centralizedCriticText, formatGlobalInfo } from '../src/critic/inputs.js';
-import { HiddenCueRelayEnv, relayEpisodeScore, relayProgress, relayTasks, relayTurnScore, type RelayTask } from '../envs/hidden-cue/relay.js';
+import { globalFeaturesOf } from '../src/decpomdp/features.js';
+import { HiddenCueRelayEnv, RELAY_FEATURE_NAMES, relayEpisodeScore, relayProgress, relayTasks, relayTurnScore, type RelayTask } from '../envs/hidden-cue/relay.js';
 
 const task: RelayTask = {
   id: 'hand',
@@ -75,6 +76,30 @@ describe('hidden-cue relay', () => {
     expect(centralizedCriticText({ observations: ['cue red', 'cue blue'], globalInfo: infos[1] }).split('\n')[0]).toBe(formatGlobalInfo(infos[1]));
     expect(formatGlobalInfo({ turn: 0, numTurns: 2, lastReward: null, maxReward: 1 })).toBe('[Global Info] turn 1 of 2; last reward: none (max 1)');
     expect(relayProgress(0, 0.75, 1)).toBe('hits 0; score 0.75; slot 1');
+  });
+
+  it('numeric m_t: turn/H, score/H, hits/H and the agreed slot signed, for hand-played states', async () => {
+    const env = new HiddenCueRelayEnv({ numTurns: 4, payment: 'sparse' });
+    expect(env.globalFeatures.size).toBe(4);
+    expect(RELAY_FEATURE_NAMES).toEqual(['turn/H', 'score/H', 'hits/H', 'slot']);
+    let s = env.initialState(task);
+    const seen = [globalFeaturesOf(env, s)];
+    for (const w of WORDS) {
+      s = (await env.step(s, w)).next;
+      seen.push(globalFeaturesOf(env, s));
+    }
+    // Turn scores 1 (bonus, slot 0 agreed → −1), 0.5, 1 (bonus), 0.25: Σ s = 1, 1.5, 2.5, 2.75; hits 1, 1, 2, 2.
+    expect(seen).toEqual([
+      [0, 0, 0, 0],
+      [1 / 4, 1 / 4, 1 / 4, -1],
+      [2 / 4, 1.5 / 4, 1 / 4, -1],
+      [3 / 4, 2.5 / 4, 2 / 4, -1],
+      [4 / 4, 2.75 / 4, 2 / 4, -1],
+    ]);
+    // Slot 1 agreed reads +1; the dense variant has the same numbers (they describe the state, not the payment).
+    const dense = new HiddenCueRelayEnv({ numTurns: 2, payment: 'dense' });
+    const after = (await dense.step(dense.initialState(task), ['rose', 'sea'])).next;
+    expect(globalFeaturesOf(dense, after)).toEqual([1 / 2, 1 / 2, 1 / 2, 1]);
   });
 
   it('tasks are fixed: turn 1 cycles through the cue pairs, later turns are seeded by the task id', () => {

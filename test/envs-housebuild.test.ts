@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { loadHouseBuildTasks } from '../src/data/index.js';
-import { runEpisode, type CoMLRLState } from '../src/decpomdp/index.js';
+import { globalFeaturesOf, runEpisode, type CoMLRLState } from '../src/decpomdp/index.js';
 import type { HouseBuildTask } from '../src/data/schemas.js';
 import { HOUSEBUILD_PAPER_REWARD_SHIFT, HouseBuildEnv } from '../envs/index.js';
 import { readFixtureJson } from './shared-fixtures.js';
@@ -70,6 +70,17 @@ describe('HouseBuildEnv', async () => {
     expect(env.globalInfo(ep.states[2])).toEqual({ turn: 2, numTurns: 4, lastReward: 0, maxReward: 0 });
     const breakdown = ep.steps[1].info.breakdown as { has_kill: boolean; spider_penalty: number };
     expect(breakdown).toMatchObject({ has_kill: true, spider_penalty: 0 });
+    // Numeric m_t: turn/H, cells right, IoU of the last build, spiders killed. s_0: nothing built.
+    const features = ep.states.map((s) => globalFeaturesOf(env, s));
+    expect(features[0]).toEqual([0, 0, 0, 0]);
+    // Turn 1: no kill, so the penalty 0.1 came off the match score.
+    expect(features[1][0]).toBe(1 / 4);
+    expect(features[1][1]).toBeCloseTo(raw1 + 0.1, 12);
+    expect(features[1][3]).toBe(0);
+    // Turn 2: the perfect build with /kill; turn 3: nothing built (the 122 air cells match, no
+    // non-air cell overlaps: IoU 0).
+    expect(features[2]).toEqual([2 / 4, 1, 1, 1]);
+    expect(features[3]).toEqual([3 / 4, 122 / 294, 0, 0]);
   });
 
   it('early termination: a perfect build ends the episode at threshold −0.1 with the −1 shift', async () => {

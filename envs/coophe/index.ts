@@ -1,5 +1,5 @@
 import type { CoopHERow } from '../../src/data/schemas.js';
-import { CoMLRLTaskEnv } from '../../src/decpomdp/comlrl-adapter.js';
+import { CoMLRLTaskEnv, type CoMLRLFeatureContext } from '../../src/decpomdp/comlrl-adapter.js';
 import { scaleShift, type RewardProcessor } from '../../src/decpomdp/reward-processor.js';
 import type { ExpertModel } from '../../rewards/coophe/expert.js';
 import { CoopHEFeedback, type CoopHEFeedbackMode, type SandboxSlice } from '../../rewards/coophe/feedback.js';
@@ -11,6 +11,28 @@ export const COOPHE_PAPER_REWARD_SHIFT = -4;
 
 /** Largest raw CoopHE reward: 0.4 + 0.6 + 0.5 + 1.0 + 0.5 + 1.0. */
 export const COOPHE_MAX_REWARD = 4;
+
+/** Names of CoopHE's numeric m_t entries, in order (see {@link coopHEFeatures}). */
+export const COOPHE_FEATURE_NAMES: readonly string[] = ['turn/H', 'tests passed/total (last turn)', 'raw reward/4 (last turn)'];
+
+/**
+ * CoopHE's numeric m_t (config `critic_global_features`): turns played over H, the fraction of
+ * the problem's tests the last turn's combined code passed (0 at turn 0 and when no test ran:
+ * a syntax or check failure stops the reward before the tests), and the last turn's raw reward
+ * over its maximum 4 (0 at turn 0). What the level feedback tells the agents, as numbers.
+ */
+export function coopHEFeatures(context: CoMLRLFeatureContext<CoopHERow>): number[] {
+  const b = context.lastInfo?.breakdown;
+  const read = (key: string): number | null => {
+    if (b === null || typeof b !== 'object') return null;
+    const v: unknown = (b as Record<string, unknown>)[key];
+    return typeof v === 'number' ? v : null;
+  };
+  const total = read('total_tests');
+  const passed = read('passed_tests');
+  const fraction = total !== null && total > 0 && passed !== null ? passed / total : 0;
+  return [context.turn / context.numTurns, fraction, (context.lastRawReward ?? 0) / COOPHE_MAX_REWARD];
+}
 
 /** Options of {@link CoopHEEnv}. */
 export interface CoopHEEnvOptions {
@@ -54,7 +76,8 @@ export interface CoopHEEnvOptions {
  * `aux`, agent 1 the problem's entry point, which may call it. Each turn's joint reward runs the
  * problem's tests on the combined code in a Python sandbox (`info.breakdown` holds every level);
  * follow-ups carry each agent's own history and the chosen feedback. Steps of many states can be
- * issued together (`stepMany`): sandbox runs overlap up to the runner's pool size.
+ * issued together (`stepMany`): sandbox runs overlap up to the runner's pool size. Numeric m_t
+ * for critics: {@link coopHEFeatures}.
  */
 export class CoopHEEnv extends CoMLRLTaskEnv<CoopHERow> {
   /** The runner behind rewards and diagnostics. */
@@ -95,6 +118,7 @@ export class CoopHEEnv extends CoMLRLTaskEnv<CoopHERow> {
       rewardProcessor: processor,
       earlyTerminationThreshold: options.earlyTerminationThreshold,
       maxReward: processor(COOPHE_MAX_REWARD),
+      globalFeatures: { size: COOPHE_FEATURE_NAMES.length, names: COOPHE_FEATURE_NAMES, of: coopHEFeatures },
     });
     this.runner = runner;
     this.feedback = feedback;

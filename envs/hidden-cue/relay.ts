@@ -18,8 +18,13 @@
  *
  * m_t (`globalInfo`) carries the task's progress as the paper's global information does (§5.2):
  * `hits <turns whose bonus was paid>; score <Σ s so far>; slot <agreed slot or none>`.
+ *
+ * The same m_t as numbers (`globalFeatures`, the paper's §4.1 numerical m_t; see
+ * {@link relayFeatures}): `turn/H` (turns played), `score/H` (Σ s so far over H: the sparse
+ * payment earned so far), `hits/H` (bonus turns so far over H), `slot` (the agreed slot, signed:
+ * 0 before any bonus, −1 for slot 0, +1 for slot 1).
  */
-import type { GlobalInfo, LLMDecPOMDP, StepResult } from '../../src/decpomdp/types.js';
+import type { GlobalFeatures, GlobalInfo, LLMDecPOMDP, StepResult } from '../../src/decpomdp/types.js';
 import { createRng } from '../../src/util/rng.js';
 import { formatCriticNumber } from '../../src/critic/inputs.js';
 import { hiddenCueAnswers, hiddenCueCues, hiddenCueWord, hiddenCueWords, type HiddenCue } from './index.js';
@@ -98,12 +103,29 @@ export interface RelayState {
 
 const KNOWN = new Set(hiddenCueWords);
 
+/** Names of the relay's numeric m_t entries, in order (module comment). */
+export const RELAY_FEATURE_NAMES: readonly string[] = ['turn/H', 'score/H', 'hits/H', 'slot'];
+
+/**
+ * The relay's numeric m_t: [turn/H, score/H, hits/H, slot] with the score and hits so far and the
+ * agreed slot signed (0 none, −1 slot 0, +1 slot 1). Signed, because which slot is worth more
+ * depends on the convention the agents settle on: a linear head can rank either convention above
+ * no agreement and the other below it; with 0/1/2 it could not put "none" between them.
+ */
+export function relayFeatures(state: Pick<RelayState, 'turn' | 'scores' | 'hits' | 'agreed'>, horizon: number): number[] {
+  const score = state.scores.reduce((a, b) => a + b, 0);
+  const slot = state.agreed === null ? 0 : state.agreed === 0 ? -1 : 1;
+  return [state.turn / horizon, score / horizon, state.hits / horizon, slot];
+}
+
 /** The hidden-cue relay as an LLM Dec-POMDP (module comment). */
 export class HiddenCueRelayEnv implements LLMDecPOMDP<RelayTask, RelayState> {
   readonly name: string;
   readonly numAgents = 2;
   readonly horizon: number;
   readonly payment: RelayPayment;
+  /** Numeric m_t (module comment; {@link relayFeatures}). */
+  readonly globalFeatures: GlobalFeatures<RelayState>;
 
   constructor(options: RelayOptions) {
     const h = options.numTurns;
@@ -112,6 +134,7 @@ export class HiddenCueRelayEnv implements LLMDecPOMDP<RelayTask, RelayState> {
     this.horizon = h;
     this.payment = options.payment;
     this.name = `hidden-cue-relay-${options.payment}-${h}`;
+    this.globalFeatures = { size: RELAY_FEATURE_NAMES.length, names: RELAY_FEATURE_NAMES, of: (state) => relayFeatures(state, h) };
   }
 
   initialState(task: RelayTask): RelayState {

@@ -1,5 +1,5 @@
 import type { HouseBuildTask } from '../../src/data/schemas.js';
-import { CoMLRLTaskEnv } from '../../src/decpomdp/comlrl-adapter.js';
+import { CoMLRLTaskEnv, type CoMLRLFeatureContext } from '../../src/decpomdp/comlrl-adapter.js';
 import { scaleShift, type RewardProcessor } from '../../src/decpomdp/reward-processor.js';
 import type { ObservationRendering } from '../../src/decpomdp/types.js';
 import {
@@ -58,6 +58,27 @@ export interface HouseBuildEnvOptions extends HouseBuildTaskOptions {
 
 const ROLES = ['agent1', 'agent2'] as const;
 
+/** Names of HouseBuild's numeric m_t entries, in order (see {@link houseBuildFeatures}). */
+export const HOUSEBUILD_FEATURE_NAMES: readonly string[] = ['turn/H', 'cells right (last build)', 'iou (last build)', 'spiders killed (last build)'];
+
+/**
+ * HouseBuild's numeric m_t (config `critic_global_features`): turns played over H, and of the last
+ * turn's build (each turn builds from an empty world, so the last build is the progress) the
+ * fraction of target cells right (`score_match`, the reward's base), the non-air IoU, and 1 when
+ * an agent's `/kill` spared the team the spider penalty; 0 each at turn 0.
+ */
+export function houseBuildFeatures(context: CoMLRLFeatureContext<HouseBuildTask>): number[] {
+  const b = context.lastInfo?.breakdown;
+  const breakdown: Record<string, unknown> = b !== null && typeof b === 'object' ? (b as Record<string, unknown>) : {};
+  const metrics = breakdown.metrics;
+  const read = (key: string): number => {
+    if (metrics === null || typeof metrics !== 'object') return 0;
+    const v: unknown = (metrics as Record<string, unknown>)[key];
+    return typeof v === 'number' ? v : 0;
+  };
+  return [context.turn / context.numTurns, read('score_match'), read('iou'), breakdown.has_kill === true ? 1 : 0];
+}
+
 /**
  * HouseBuild (LLM_Collab_Minecraft `house_build`) as a 2-agent LLM Dec-POMDP: both agents see the
  * task's layers and build it together with `/fill` commands; the joint reward each turn is the
@@ -66,6 +87,7 @@ const ROLES = ['agent1', 'agent2'] as const;
  *
  * Rendering follows the configs: turn 1 is `[system, user]` through a chat template (or
  * `system + "\n\n" + user` as plain text); follow-ups are plain text with the system prompt inline.
+ * Numeric m_t for critics: {@link houseBuildFeatures}.
  */
 export class HouseBuildEnv extends CoMLRLTaskEnv<HouseBuildTask> {
   /** The run's spider/HP state, fixed for the lifetime of the env. */
@@ -107,6 +129,7 @@ export class HouseBuildEnv extends CoMLRLTaskEnv<HouseBuildTask> {
       rewardProcessor: processor,
       earlyTerminationThreshold: options.earlyTerminationThreshold,
       maxReward: processor(1),
+      globalFeatures: { size: HOUSEBUILD_FEATURE_NAMES.length, names: HOUSEBUILD_FEATURE_NAMES, of: houseBuildFeatures },
     });
     this.resolve = resolve;
     this.rpgState = rpgState;

@@ -39,6 +39,10 @@ export interface AgentTransition {
    * the target with its current critic even when the episode's next step is in another flush.
    */
   readonly nextCriticIds: readonly number[] | null;
+  /** Numeric m_t the critic's head reads beside `criticIds` (config `critic_global_features`); absent when off and for CC. */
+  readonly criticFeatures?: readonly number[];
+  /** Numeric m_{t+1} beside `nextCriticIds` (null where that is null); absent when off and for CC. */
+  readonly nextCriticFeatures?: readonly number[] | null;
   /** The critic value at rollout time (V(h_{i,t}) or Q; for CC the joint value). */
   readonly value: number;
   /**
@@ -60,6 +64,10 @@ export interface JointCriticTransition {
   readonly criticIds: readonly number[];
   /** The input at h_{t+1} (for Q with a_{t+1}); null after the episode's last step. */
   readonly nextCriticIds: readonly number[] | null;
+  /** Numeric m_t the head reads beside `criticIds` (config `critic_global_features`); absent when off. */
+  readonly criticFeatures?: readonly number[];
+  /** Numeric m_{t+1} beside `nextCriticIds` (null where that is null); absent when off. */
+  readonly nextCriticFeatures?: readonly number[] | null;
   /** V(h_t) or Q(h_t, a_t) at rollout time. */
   readonly value: number;
   /** y_t = r_t + γ·V(h_{t+1}) from the rollout-time values (no bootstrap at the end), or the return `critic_target` names. */

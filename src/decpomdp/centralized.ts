@@ -6,7 +6,7 @@
  * {@link CentralizedEnv} turns the task's n-role environment into a one-agent one: the policy
  * learns from the joint text, while rewards and metrics see the roles' responses as before.
  */
-import type { GlobalInfo, LLMDecPOMDP, StepResult } from './types.js';
+import type { GlobalFeatures, GlobalInfo, LLMDecPOMDP, StepResult } from './types.js';
 
 /** How a task's roles fold into one joint completion and back. */
 export interface CentralizedAdapter<S> {
@@ -49,6 +49,8 @@ export class CentralizedEnv<T, S> implements LLMDecPOMDP<T, S> {
   readonly horizon: number;
   /** The task's roles (its environment's agents). */
   readonly numRoles: number;
+  /** The task's numeric m_t, when it has one. */
+  readonly globalFeatures?: GlobalFeatures<S>;
 
   constructor(
     /** The task's n-role environment. */
@@ -58,6 +60,7 @@ export class CentralizedEnv<T, S> implements LLMDecPOMDP<T, S> {
     this.name = roles.name;
     this.horizon = roles.horizon;
     this.numRoles = roles.numAgents;
+    if (roles.globalFeatures) this.globalFeatures = roles.globalFeatures;
   }
 
   initialState(task: T): S {

@@ -1,6 +1,6 @@
 import type { RewardProcessor } from './reward-processor.js';
 import type { JointReward, StagedLLMDecPOMDP } from './staged.js';
-import type { AgentHistory, GlobalInfo, JointHistory, StepResult } from './types.js';
+import type { AgentHistory, GlobalFeatures, GlobalInfo, JointHistory, StepResult } from './types.js';
 
 /** A value or a promise of it. */
 export type Awaitable<T> = T | Promise<T>;
@@ -58,6 +58,33 @@ export interface ExternalTransitionArgs<Item> {
 /** Multi-turn feedback: returns the next prompt of each agent (exactly N strings). */
 export type ExternalTransition<Item> = (args: ExternalTransitionArgs<Item>) => Awaitable<readonly string[]>;
 
+/** What a CoMLRL-style task's numeric m_t is computed from, at s_0 and after every step. */
+export interface CoMLRLFeatureContext<Item> {
+  readonly item: Item;
+  /** Turns played so far (0 at s_0). */
+  readonly turn: number;
+  /** Horizon H. */
+  readonly numTurns: number;
+  /** Processed rewards r_0 … r_{turn-1}. */
+  readonly rewards: readonly number[];
+  /** The reward function's raw value of the last turn, null at s_0. */
+  readonly lastRawReward: number | null;
+  /** The reward function's info of the last turn (`RewardWithInfo.info`: breakdowns), null at s_0 or without one. */
+  readonly lastInfo: Readonly<Record<string, unknown>> | null;
+}
+
+/**
+ * A CoMLRL-style task's numeric m_t (comlrl addition; see {@link GlobalFeatures}): computed once
+ * per state from the turn, the rewards and the last reward's info, and stored in the state.
+ */
+export interface CoMLRLGlobalFeatures<Item> {
+  /** Declared length of every vector (≥ 1). */
+  readonly size: number;
+  /** What each entry is, in order. */
+  readonly names?: readonly string[];
+  of(context: CoMLRLFeatureContext<Item>): readonly number[];
+}
+
 /** Options of {@link fromCoMLRL}. */
 export interface CoMLRLTaskOptions<Item> {
   /** Environment name for logs. Default 'comlrl-task'. */
@@ -86,6 +113,8 @@ export interface CoMLRLTaskOptions<Item> {
   earlyTerminationThreshold?: number | null;
   /** Largest attainable processed reward per turn, reported in {@link GlobalInfo.maxReward}. */
   maxReward?: number | null;
+  /** Numeric m_t for critics that read it (comlrl addition); absent: the env has none. */
+  globalFeatures?: CoMLRLGlobalFeatures<Item>;
 }
 
 /** One agent's history inside a {@link CoMLRLState}: o_0, a_0, …, o_t (frozen). */
@@ -111,6 +140,8 @@ export interface CoMLRLState<Item> {
   readonly done: boolean;
   /** Why the episode ended: reached the horizon, or the early-termination threshold fired. */
   readonly endReason: 'horizon' | 'early' | null;
+  /** Numeric m_t of this state (the task's `globalFeatures` option); absent without it. */
+  readonly features?: readonly number[];
 }
 
 function frozenArray<T>(xs: T[]): readonly T[] {
@@ -158,6 +189,8 @@ export class CoMLRLTaskEnv<Item extends object> implements StagedLLMDecPOMDP<Ite
   readonly horizon: number;
   private readonly formatters: readonly Formatter<Item>[];
   private readonly options: CoMLRLTaskOptions<Item>;
+  /** Numeric m_t (the `globalFeatures` option), read from the state. */
+  readonly globalFeatures?: GlobalFeatures<CoMLRLState<Item>>;
 
   constructor(options: CoMLRLTaskOptions<Item>) {
     const { numAgents, numTurns } = options;
@@ -179,6 +212,23 @@ export class CoMLRLTaskEnv<Item extends object> implements StagedLLMDecPOMDP<Ite
     this.horizon = numTurns;
     this.formatters = formatters;
     this.options = options;
+    const features = options.globalFeatures;
+    if (features) {
+      this.globalFeatures = {
+        size: features.size,
+        ...(features.names ? { names: features.names } : {}),
+        of: (state) => {
+          if (state.features === undefined) throw new Error(`${this.name}: the state has no global features (made by another env?)`);
+          return state.features;
+        },
+      };
+    }
+  }
+
+  /** The `features` field of a new state: the option's vector for it, or nothing without the option. */
+  private featuresOf(context: CoMLRLFeatureContext<Item>): { features?: readonly number[] } {
+    const f = this.options.globalFeatures;
+    return f ? { features: Object.freeze([...f.of(context)]) } : {};
   }
 
   initialState(item: Item): CoMLRLState<Item> {
@@ -192,6 +242,7 @@ export class CoMLRLTaskEnv<Item extends object> implements StagedLLMDecPOMDP<Ite
       lastReward: null,
       done: false,
       endReason: null,
+      ...this.featuresOf({ item, turn: 0, numTurns: this.horizon, rewards: [], lastRawReward: null, lastInfo: null }),
     });
   }
 
@@ -240,6 +291,7 @@ export class CoMLRLTaskEnv<Item extends object> implements StagedLLMDecPOMDP<Ite
     const rewards = frozenArray([...state.rewards, reward]);
     const info: Record<string, unknown> = { ...joint.info, rawReward: raw, turn: state.turn, earlyTerminated: early };
     const acted = state.histories.map((h, i) => [...h.actions, jointAction[i]]);
+    const features = this.featuresOf({ item: state.item, turn, numTurns: this.horizon, rewards, lastRawReward: raw, lastInfo: joint.info ?? null });
 
     if (done) {
       const next = makeState({
@@ -251,6 +303,7 @@ export class CoMLRLTaskEnv<Item extends object> implements StagedLLMDecPOMDP<Ite
         lastReward: reward,
         done: true,
         endReason: early ? 'early' : 'horizon',
+        ...features,
       });
       return { reward, next, done: true, info };
     }
@@ -285,6 +338,7 @@ export class CoMLRLTaskEnv<Item extends object> implements StagedLLMDecPOMDP<Ite
       lastReward: reward,
       done: false,
       endReason: null,
+      ...features,
     });
     return { reward, next, done: false, info };
   }

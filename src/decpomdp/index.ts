@@ -1,4 +1,5 @@
 export * from './types.js';
+export * from './features.js';
 export * from './agent.js';
 export * from './history.js';
 export * from './staged.js';

@@ -21,6 +21,21 @@ export interface GlobalInfo {
   progress?: string | null;
 }
 
+/**
+ * Numeric global information m_t (the CoLLM paper's §4.1: m_t "in a numerical representation"):
+ * a fixed-length float vector a critic head reads beside the LM's last hidden state (config
+ * `critic_global_features`). Every vector `of` returns has `size` finite entries; trainers check
+ * that at the boundary (`globalFeaturesOf`).
+ */
+export interface GlobalFeatures<S> {
+  /** Declared length of every vector (≥ 1). A saved critic head records it. */
+  readonly size: number;
+  /** What each entry is (`turn/H`, …), in order; when given, its length is `size`. */
+  readonly names?: readonly string[];
+  /** The vector for a state. */
+  of(state: S): readonly number[];
+}
+
 /** Result of one joint step. */
 export interface StepResult<S> {
   /** The joint reward r_t (shared by all agents). */
@@ -47,6 +62,8 @@ export interface LLMDecPOMDP<T, S> {
   step(state: S, jointAction: readonly string[]): Promise<StepResult<S>>;
   /** m_t for critics. */
   globalInfo(state: S): GlobalInfo;
+  /** Optional: m_t as numbers, for critic heads that read them (see {@link GlobalFeatures}). */
+  readonly globalFeatures?: GlobalFeatures<S>;
   /**
    * Optional: how an agent that uses a chat template should render this observation, for tasks
    * whose reference renders turns differently (HouseBuild: system + user through the template on

@@ -79,15 +79,18 @@ export class CentralizedCritic implements CriticSet {
   }
 }
 
-/** CoLLM-CC's critic: checks it (exactly one, not an actor's model) and makes its head N(0, 0.02) from `rng` (or takes `head`). */
-export function centralizedCritic(agents: readonly Agent[], config: CoLLMCCConfig, critic: CriticLM | undefined, head: CriticHead | undefined, rng: Rng): CentralizedCritic {
+/**
+ * CoLLM-CC's critic: checks it (exactly one, not an actor's model) and makes its head N(0, 0.02)
+ * from `rng`, reading `featureSize` global features beside h (or takes `head`).
+ */
+export function centralizedCritic(agents: readonly Agent[], config: CoLLMCCConfig, critic: CriticLM | undefined, head: CriticHead | undefined, rng: Rng, featureSize = 0): CentralizedCritic {
   // CoMLRL: exactly one centralized critic is required.
   if (!critic) throw new Error('CoLLMCCTrainer: critic must be provided (exactly one centralized critic LM)');
   if (Array.isArray(critic)) throw new Error(`CoLLMCCTrainer: critics length ${(critic as unknown[]).length}: CoLLM-CC takes exactly one critic`);
   if (agents.some((a) => a.model === critic.model)) throw new Error("CoLLMCCTrainer: the critic is an actor's model; give the critic its own LM");
   const base = headSpecFromHiddenDim(config.critic_value_head_hidden_dim);
   const spec = config.critic_head ? { ...base, type: config.critic_head } : base;
-  return new CentralizedCritic(new ValueModel(critic.model, head ?? createCriticHead(critic.model.hiddenSize, spec, rng), critic.tokenizer, false), config);
+  return new CentralizedCritic(new ValueModel(critic.model, head ?? createCriticHead(critic.model.hiddenSize, spec, rng, featureSize), critic.tokenizer, false), config);
 }
 
 /** Constructor arguments of {@link CoLLMCCTrainer}. */
@@ -114,8 +117,8 @@ export type CoLLMCCTrainerState = ActorCriticState;
  */
 export class CoLLMCCTrainer<T, S> extends CoLLMTrainer<T, S, CoLLMCCConfig> {
   constructor(options: CoLLMCCTrainerOptions<T, S>) {
-    super({ className: 'CoLLMCCTrainer', label: 'CoLLM-CC', stateTag: 'collm-cc' }, parseCoLLMCCConfig(options.config ?? {}), options, (agents, config, rng) =>
-      centralizedCritic(agents, config, options.critic, options.criticHead, rng),
+    super({ className: 'CoLLMCCTrainer', label: 'CoLLM-CC', stateTag: 'collm-cc' }, parseCoLLMCCConfig(options.config ?? {}), options, (agents, config, rng, featureSize) =>
+      centralizedCritic(agents, config, options.critic, options.criticHead, rng, featureSize),
     );
   }
 

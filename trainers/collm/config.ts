@@ -7,6 +7,7 @@
  *   runs had it); false gives the raw δ of the paper's equations (docs/differences.md);
  * - paper-aligned options (design.md difference 5; docs/differences.md), on by default where the
  *   CoLLM paper states them: `use_global_info` (every critic reads m_t, DC and CC alike),
+ *   `critic_global_features` (off unless set: heads also read m_t as numbers),
  *   `critic_history` (critics read the history h_t, joint for CC, within `critic_max_length`),
  *   `recompute_targets` (each update epoch takes y and δ from the current critic, the paper's
  *   Eq. 5), `value_clip_range` on every critic (how comlrl reads the paper's "advantage clip": its
@@ -128,6 +129,14 @@ function sharedFields() {
      * loss max((y − v)², (y − v_clip)²); null: off.
      */
     value_clip_range: finiteNumber('value_clip_range', { min: 0, exclusiveMin: true }).nullable().default(0.2),
+    /**
+     * true: every critic head also reads the environment's numeric m_t (`globalFeatures`: the
+     * paper's §4.1 m_t "in a numerical representation"), concatenated to the LM's last hidden
+     * state before the head's first layer; the env must provide them (refused by name otherwise).
+     * Absent or false: heads read the hidden state alone (CoMLRL). Left out of a config's hash
+     * when absent (no default is filled in).
+     */
+    critic_global_features: boolField('critic_global_features').optional(),
     /**
      * Apply `value_clip_range` to separate critics too (the paper: every critic); false: only to a
      * CoLLM-DC shared head (CoMLRL 1.3.6, where separate critics ignore it).

@@ -117,13 +117,15 @@ export class SharedHeadCritics extends PerAgentCritics {
 
 /**
  * CoLLM-DC's critics from its config and inputs: checks them (CoMLRL's rules, its wording where it
- * has one) and makes each head N(0, 0.02) from `rng`, agent by agent (or takes `heads`).
+ * has one) and makes each head N(0, 0.02) from `rng`, agent by agent, reading `featureSize`
+ * global features beside h (or takes `heads`).
  */
 export function decentralizedCritics(
   agents: readonly Agent[],
   config: CoLLMDCConfig,
   options: { critics?: readonly CriticLM[]; criticHeads?: readonly CriticHead[] },
   rng: Rng,
+  featureSize = 0,
 ): SeparateCritics | SharedHeadCritics {
   const n = agents.length;
   const { critics, criticHeads } = options;
@@ -148,7 +150,7 @@ export function decentralizedCritics(
   const spec = config.critic_head ? { ...headSpecFromHiddenDim(hiddenDim), type: config.critic_head } : headSpecFromHiddenDim(hiddenDim);
   const models = agents.map((agent, i) => {
     const lm = config.use_separate_critic ? (critics as readonly CriticLM[])[i] : agent;
-    const head = criticHeads?.[i] ?? createCriticHead(lm.model.hiddenSize, spec, rng);
+    const head = criticHeads?.[i] ?? createCriticHead(lm.model.hiddenSize, spec, rng, featureSize);
     return new ValueModel(lm.model, head, lm.tokenizer, !config.use_separate_critic);
   });
   return config.use_separate_critic ? new SeparateCritics(models, config) : new SharedHeadCritics(models, config);
@@ -184,8 +186,8 @@ export type CoLLMDCTrainerState = ActorCriticState;
  */
 export class CoLLMDCTrainer<T, S> extends CoLLMTrainer<T, S, CoLLMDCConfig> {
   constructor(options: CoLLMDCTrainerOptions<T, S>) {
-    super({ className: 'CoLLMDCTrainer', label: 'CoLLM-DC', stateTag: 'collm-dc' }, parseCoLLMDCConfig(options.config ?? {}), options, (agents, config, rng) =>
-      decentralizedCritics(agents, config, options, rng),
+    super({ className: 'CoLLMDCTrainer', label: 'CoLLM-DC', stateTag: 'collm-dc' }, parseCoLLMDCConfig(options.config ?? {}), options, (agents, config, rng, featureSize) =>
+      decentralizedCritics(agents, config, options, rng, featureSize),
     );
   }
 

@@ -105,8 +105,11 @@ export interface PlayedTurn<S> extends TurnSamples {
   readonly steps: readonly RolloutStep<S>[];
 }
 
-/** The critic part of one agent's transition (or the joint one): inputs at h_t and h_{t+1}, rollout-time value and target. */
-export type CriticPart = Pick<AgentTransition, 'criticIds' | 'nextCriticIds' | 'value' | 'target'>;
+/**
+ * The critic part of one agent's transition (or the joint one): inputs at h_t and h_{t+1} (with
+ * their numeric m_t when the head reads it), rollout-time value and target.
+ */
+export type CriticPart = Pick<AgentTransition, 'criticIds' | 'nextCriticIds' | 'criticFeatures' | 'nextCriticFeatures' | 'value' | 'target'>;
 
 /**
  * The episode's joint transitions, per joint sample k in turn order. `critic(t, k)` gives the
@@ -161,16 +164,28 @@ export function episodeTransitions<T, S>(
   return out;
 }
 
-/** Values of a critic for some rows, predicting each distinct row once (V rows repeat over K, targets repeat values). */
-export async function predictDistinct(predict: (rows: number[][]) => Promise<number[]>, rows: readonly (readonly number[])[]): Promise<number[]> {
+/**
+ * Values of a critic for some rows, predicting each distinct row once (V rows repeat over K,
+ * targets repeat values). With `features` (one vector per row, for a head that reads numeric m_t)
+ * a row is its ids and its features: equal ids with other features are predicted apart.
+ */
+export async function predictDistinct(
+  predict: (rows: number[][], features: number[][] | null) => Promise<number[]>,
+  rows: readonly (readonly number[])[],
+  features: readonly (readonly number[])[] | null = null,
+): Promise<number[]> {
   if (rows.length === 0) return [];
-  const keys = rows.map((r) => r.join(','));
+  if (features !== null && features.length !== rows.length) throw new Error(`predictDistinct: ${features.length} feature vectors for ${rows.length} rows`);
+  const keys = rows.map((r, j) => (features === null ? r.join(',') : `${r.join(',')}|${features[j].join(',')}`));
   const firstOf = new Map<string, number>();
   keys.forEach((key, j) => {
     if (!firstOf.has(key)) firstOf.set(key, j);
   });
-  const unique = [...firstOf.keys()];
-  const preds = await predict(unique.map((key) => [...rows[firstOf.get(key) as number]]));
-  const byKey = new Map(unique.map((key, q) => [key, preds[q]]));
+  const unique = [...firstOf.values()];
+  const preds = await predict(
+    unique.map((j) => [...rows[j]]),
+    features === null ? null : unique.map((j) => [...features[j]]),
+  );
+  const byKey = new Map(unique.map((j, q) => [keys[j], preds[q]]));
   return keys.map((key) => byKey.get(key) as number);
 }

@@ -142,6 +142,17 @@ export interface ValueRow {
   readonly target: number;
   /** The value stored at rollout (for value clipping). */
   readonly oldValue: number;
+  /** Numeric m_t beside `criticIds`, for a head that reads it (config `critic_global_features`). */
+  readonly features?: readonly number[];
+}
+
+/** The rows' feature vectors when the critic's head reads them, else null; a missing vector is refused by name. */
+function rowFeatures(critic: ValueModel, rows: readonly ValueRow[], label: string): (readonly number[])[] | null {
+  if (critic.featureSize === 0) return null;
+  return rows.map((r, i) => {
+    if (r.features === undefined) throw new Error(`${label}: the value head reads ${critic.featureSize} global features, row ${i} has none`);
+    return r.features;
+  });
 }
 
 /**
@@ -196,7 +207,7 @@ export function criticStep(
     critic.ownVariables(),
     plan.batches,
     (chunk, report) => {
-      const v = critic.values(chunk.map((r) => [...r.criticIds]), plan.pass);
+      const v = critic.values(chunk.map((r) => [...r.criticIds]), plan.pass, rowFeatures(critic, chunk, options.label));
       predictions.push(...(v.dataSync() as Float32Array));
       const l = valueLoss(
         v,
@@ -258,7 +269,7 @@ export function sharedStep(
       );
       const seq = tf.sum(scores.tokenLogProbs, 1) as tf.Tensor1D;
       const pl = objective(seq, chunk, scores);
-      const v = critic.values(chunk.map((r) => [...r.criticIds]), plan.pass);
+      const v = critic.values(chunk.map((r) => [...r.criticIds]), plan.pass, rowFeatures(critic, chunk, options.label));
       predictions.push(...(v.dataSync() as Float32Array));
       const vl = tf.mul(
         valueLoss(

@@ -37,6 +37,7 @@
 import { planMinibatches, type JointTransition } from '../../src/buffer/replay.js';
 import { segmentTargets, type CriticTarget } from '../../src/buffer/targets.js';
 import type { Agent } from '../../src/decpomdp/agent.js';
+import { globalFeaturesOf } from '../../src/decpomdp/features.js';
 import type { AdamW } from '../../src/optim/adamw.js';
 import { rngFor, type Rng } from '../../src/util/rng.js';
 import type { EvalEpisode } from '../core/eval.js';
@@ -49,6 +50,7 @@ import { criticTargetOf, type ActorCriticConfig } from './config.js';
 import type { CriticSet, CriticView } from './critic-set.js';
 import { criticDiagnostics } from './diagnostics.js';
 import { FlushMetrics } from './metrics.js';
+import { checkBufferedFeatures, checkHeadFeatures, criticFeatureSize, featureParts, storedFeatures } from './critic-features.js';
 import { episodeTransitions, jointSteps, predictDistinct, sampleTurn, type PlayedTurn, type RolloutContext, type TurnSamples } from './rollout.js';
 import {
   ActorCriticRun,
@@ -66,6 +68,8 @@ import { actorRow, actorStep, criticStep, sharedStep, type RatioRecorder, type U
 interface CriticTurn<S> extends PlayedTurn<S> {
   readonly criticIds: number[][][];
   readonly values: number[][];
+  /** Numeric m_t every head reads beside its input (`critic_global_features`), else null. */
+  readonly features: number[] | null;
 }
 
 /** One minibatch of a flush's plan. */
@@ -82,8 +86,11 @@ interface Flush {
   current: { epoch: number; e: CriticEstimates[] } | null;
 }
 
-/** Builds a trainer's critics (after the common checks, before any optimizer): heads come from `rng`, the seeded init stream. */
-export type CriticSetFactory<C> = (agents: readonly Agent[], config: C, rng: Rng) => CriticSet;
+/**
+ * Builds a trainer's critics (after the common checks, before any optimizer): heads come from
+ * `rng`, the seeded init stream, and read `featureSize` global features beside h (0: none).
+ */
+export type CriticSetFactory<C> = (agents: readonly Agent[], config: C, rng: Rng, featureSize: number) => CriticSet;
 
 /** The joint step of joint sample k of a played turn, as critics read it. */
 function sampleView(samples: TurnSamples, k: number): CriticView {
@@ -114,11 +121,15 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
   private readonly referenceKl: ReferenceKlTracker | null;
   /** What the critics regress on (config `critic_target`). */
   private readonly target: CriticTarget;
+  /** Width of the numeric m_t every critic head reads (`critic_global_features`: the env's declared size), else 0. */
+  readonly criticFeatureSize: number;
 
   constructor(names: TrainerNames, config: C, options: ActorCriticInputs<T, S>, critics: CriticSetFactory<C>) {
     super(names, config, options);
     const { agents } = this;
-    const set = critics(agents, config, rngFor(config.seed, 'init'));
+    this.criticFeatureSize = criticFeatureSize(names.label, config, options.env);
+    const set = critics(agents, config, rngFor(config.seed, 'init'), this.criticFeatureSize);
+    checkHeadFeatures(set, this.criticFeatureSize, names.label, options.env.name);
     this.criticSet = set;
     const headsOn = (i: number) => set.slots.filter((s) => s.sharesActor && s.owner === i).flatMap((s) => s.model.head.trainableVariables());
     this.actorOptimizers = agents.map((a, i) => this.adamW([...a.model.trainableVariables(), ...headsOn(i)], config.agent_learning_rate));
@@ -180,15 +191,17 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
       // Each critic's input per joint sample k: its history so far (sample 0's path: multi-turn
       // plays K = 1), m_t, the observations, and for Q the k-th action(s).
       const history = config.critic_history === 'full' ? turns.map((tr) => sampleView(tr, 0)) : [];
+      // Numeric m_t (`critic_global_features`): one vector per turn, beside every critic's input.
+      const features = this.criticFeatureSize > 0 ? globalFeaturesOf(this.env, state) : null;
       const criticIds: number[][][] = [];
       const values: number[][] = [];
       for (let c = 0; c < criticSet.slots.length; c++) {
         const rows = samples.groups[0].ids.map((_, k) => criticSet.input(c, sampleView(samples, k), history));
         criticIds.push(rows);
-        values.push(await this.timer.time('critic', () => predictDistinct((r) => criticSet.slots[c].model.predict(r), rows)));
+        values.push(await this.timer.time('critic', () => this.predictValues(c, rows, features === null ? null : rows.map(() => features))));
       }
       const played: { steps: PlayedTurn<S>['steps']; next: S | null } = await jointSteps(ctx, state, samples, t, config.num_turns, config.early_termination_threshold);
-      turns.push({ ...samples, steps: played.steps, criticIds, values });
+      turns.push({ ...samples, steps: played.steps, criticIds, values, features });
       state = played.next;
     }
     // Rollout-time targets per critic from its own values over the whole episode (what
@@ -212,6 +225,7 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
         criticSet.slots.map((_, c) => ({
           criticIds: turns[t].criticIds[c][j],
           nextCriticIds: t + 1 < turns.length ? turns[t + 1].criticIds[c][j] : null,
+          ...featureParts(turns, t),
           value: turns[t].values[c][j],
           target: targets[c][j][t],
         })),
@@ -266,8 +280,10 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
         continue;
       }
       // V(h_t) and V(h_{t+1}) in one pass (each distinct input once).
-      const rows = [...parts.map((p) => p.criticIds), ...parts.flatMap((p) => (p.nextCriticIds === null ? [] : [p.nextCriticIds]))];
-      const preds = await this.timer.time('critic', () => predictDistinct((r) => criticSet.slots[c].model.predict(r), rows));
+      const nexts = parts.filter((p) => p.nextCriticIds !== null);
+      const rows = [...parts.map((p) => p.criticIds), ...nexts.map((p) => p.nextCriticIds as readonly number[])];
+      const features = this.criticFeatureSize > 0 ? [...parts.map((p) => storedFeatures(p.criticFeatures)), ...nexts.map((p) => storedFeatures(p.nextCriticFeatures))] : null;
+      const preds = await this.timer.time('critic', () => this.predictValues(c, rows, features));
       let q = parts.length;
       const next = parts.map((p) => (p.nextCriticIds === null ? null : preds[q++]));
       const values = preds.slice(0, parts.length);
@@ -360,7 +376,11 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
   private valueRows(flush: Flush, mb: Minibatch, c: number): ValueRow[] {
     const e = (flush.current as { e: CriticEstimates[] }).e;
     const anchor = flush.first as CriticEstimates[];
-    return mb.indices.map((j) => ({ criticIds: this.criticSet.partOf(flush.transitions[j], c).criticIds, target: e[c].targets[j], oldValue: anchor[c].values[j] }));
+    return mb.indices.map((j) => {
+      const part = this.criticSet.partOf(flush.transitions[j], c);
+      const features = this.criticFeatureSize > 0 ? { features: storedFeatures(part.criticFeatures) } : {};
+      return { criticIds: part.criticIds, target: e[c].targets[j], oldValue: anchor[c].values[j], ...features };
+    });
   }
 
   /** Step 3 for actor i on one minibatch, with the critic it owns (a separate one after it, or a head joining its loss). */
@@ -456,6 +476,12 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
     return { maxGradNorm: this.config.max_grad_norm, chunkSize: this.config.scoring_batch_size, label };
   }
 
+  /** Critic slot c's values of some inputs (with their numeric m_t when the heads read it), each distinct input once. */
+  private predictValues(c: number, rows: readonly (readonly number[])[], features: readonly (readonly number[])[] | null): Promise<number[]> {
+    const model = this.criticSet.slots[c].model;
+    return predictDistinct((r, f) => model.predict(r, null, f), rows, features);
+  }
+
   private rolloutContext(): RolloutContext<T, S> {
     return { agents: this.agents, env: this.env, settings: this.settings, rng: this.samplingRng, timer: this.timer, label: this.names.label, referenceKl: this.referenceKl, sampler: this.sampler };
   }
@@ -496,10 +522,11 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
       };
     });
     const full = this.config.critic_history === 'full';
+    const features = this.criticFeatureSize > 0 ? views.map((_, t) => globalFeaturesOf(this.env, ep.states[t])) : null;
     const out: number[][] = [];
     for (let c = 0; c < criticSet.slots.length; c++) {
       const ids = views.map((view, t) => criticSet.input(c, view, full ? views.slice(0, t) : []));
-      out.push(await criticSet.slots[c].model.predict(ids));
+      out.push(await criticSet.slots[c].model.predict(ids, null, features));
     }
     return out;
   }
@@ -533,7 +560,10 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
    * models, and the value heads (pass them to the constructor).
    */
   importState(state: ActorCriticState): void {
-    this.restoreSnapshot(state, this.allOptimizers(), (extra) => ActorCriticRun.checkExtra(extra, this.agents.length));
+    this.restoreSnapshot(state, this.allOptimizers(), (extra) => {
+      ActorCriticRun.checkExtra(extra, this.agents.length);
+      checkBufferedFeatures(extra.buffer, this.criticSet, this.criticFeatureSize, this.names.label);
+    });
     this.run.importExtra(state.extra, state.cursor.epoch * this.trainTasks.length + state.cursor.index);
   }
 

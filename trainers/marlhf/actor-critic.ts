@@ -105,8 +105,8 @@ export class MARLHFActorCriticTrainer<T, S> extends CoLLMTrainer<T, S, MARLHFAct
     if (algorithm === 'iac' && config.use_separate_critic && critics.length === 0) {
       throw new Error('MARLHFActorCriticTrainer: rl_algorithm iac with use_separate_critic true needs critics (one critic LM per agent); or set use_separate_critic: false for a value head on each actor');
     }
-    super({ className: 'MARLHFActorCriticTrainer', label: `MARLHF (${algorithm})`, stateTag: 'marlhf' }, phase2, { ...options, env: rewardEnv }, (agents, cfg, rng) =>
-      algorithm === 'maac' ? centralizedCritic(agents, cfg as CoLLMCCConfig, options.critic, options.criticHead, rng) : decentralizedCritics(agents, cfg as CoLLMDCConfig, options, rng),
+    super({ className: 'MARLHFActorCriticTrainer', label: `MARLHF (${algorithm})`, stateTag: 'marlhf' }, phase2, { ...options, env: rewardEnv }, (agents, cfg, rng, featureSize) =>
+      algorithm === 'maac' ? centralizedCritic(agents, cfg as CoLLMCCConfig, options.critic, options.criticHead, rng, featureSize) : decentralizedCritics(agents, cfg as CoLLMDCConfig, options, rng, featureSize),
     );
     this.marlhfConfig = config;
     this.algorithm = algorithm;

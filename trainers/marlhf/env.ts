@@ -8,7 +8,7 @@
  * task's reward, possibly costly, is not computed). The joint actions one rollout node takes
  * together (one `Promise.all` over them) are scored in one batch.
  */
-import type { GlobalInfo, LLMDecPOMDP, ObservationRendering, StepResult } from '../../src/decpomdp/types.js';
+import type { GlobalFeatures, GlobalInfo, LLMDecPOMDP, ObservationRendering, StepResult } from '../../src/decpomdp/types.js';
 import type { JointRewardModel, JointResponse } from './reward-model.js';
 
 interface PendingScore {
@@ -23,6 +23,8 @@ export class JointRewardEnv<T, S> implements LLMDecPOMDP<T, S> {
   readonly numAgents: number;
   readonly horizon: number;
   readonly rendering?: (state: S, agent: number) => ObservationRendering;
+  /** The task's numeric m_t, when it has one. */
+  readonly globalFeatures?: GlobalFeatures<S>;
   /** The model whose score is the reward; null: the task's own rewards. */
   scorer: JointRewardModel | null = null;
   private pending: PendingScore[] = [];
@@ -36,6 +38,7 @@ export class JointRewardEnv<T, S> implements LLMDecPOMDP<T, S> {
     this.horizon = task.horizon;
     const render = task.rendering?.bind(task);
     if (render) this.rendering = render;
+    if (task.globalFeatures) this.globalFeatures = task.globalFeatures;
   }
 
   initialState(task: T): S {
