@@ -54,6 +54,13 @@ export async function playWithActors(env: HiddenCueRelayEnv, agents: readonly Ag
   return played;
 }
 
+/** A state's value estimate: the mean of its continuations' returns and that mean's sampling variance. */
+export interface ValueEstimate {
+  readonly value: number;
+  /** Sample variance of the returns / count: the variance of `value` around the true value (0 for one continuation). */
+  readonly noise: number;
+}
+
 /**
  * The value of each state in `states` under the actors, E[G | s] with G = Σ_k γ^k r_{t+k}: the mean
  * discounted return of `count` episodes played on from the state (all in lockstep).
@@ -66,12 +73,13 @@ export async function continuationValues(
   gamma: number,
   settings: GenerationSettings,
   rng: Rng,
-): Promise<number[]> {
+): Promise<ValueEstimate[]> {
   const starts = states.flatMap((s) => Array.from({ length: count }, () => s));
   const played = await playWithActors(env, agents, starts, settings, rng);
   return states.map((_, q) => {
-    let sum = 0;
-    for (let c = 0; c < count; c++) sum += discountedReturns(played[q * count + c].map((k) => k.reward), gamma)[0] ?? 0;
-    return sum / count;
+    const g = Array.from({ length: count }, (_, c) => discountedReturns(played[q * count + c].map((k) => k.reward), gamma)[0] ?? 0);
+    const value = g.reduce((a, b) => a + b, 0) / count;
+    const noise = count > 1 ? g.reduce((a, x) => a + (x - value) ** 2, 0) / (count - 1) / count : 0;
+    return { value, noise };
   });
 }

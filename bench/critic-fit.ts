@@ -45,6 +45,8 @@ export interface HeldOutRow {
   readonly view: CriticView;
   readonly history: readonly CriticView[];
   readonly value: number;
+  /** The sampling variance of `value` (it caps the explained variance a perfect critic can show). */
+  readonly noise: number;
 }
 
 /** The histories one seed's fits share (the critic's text is built per critic, from the views). */
@@ -93,7 +95,7 @@ export async function onPolicyData(
     heldRng,
   );
   const rows = held.flatMap((turns) => turns.map((k, t) => ({ turn: t, view: k.view, history: turns.slice(0, t).map((h) => h.view), state: k.state })));
-  const values = await continuationValues(
+  const estimates = await continuationValues(
     env,
     agents,
     rows.map((r) => r.state),
@@ -102,7 +104,7 @@ export async function onPolicyData(
     settings,
     heldRng,
   );
-  return { flushes, heldOut: rows.map((r, j) => ({ turn: r.turn, view: r.view, history: r.history, value: values[j] })), seconds: (performance.now() - t0) / 1000 };
+  return { flushes, heldOut: rows.map((r, j) => ({ turn: r.turn, view: r.view, history: r.history, ...estimates[j] })), seconds: (performance.now() - t0) / 1000 };
 }
 
 /** One critic's fit (see the module comment). */
@@ -115,6 +117,11 @@ export interface CriticFitResult {
   readonly perTurnEV: number[];
   /** The old pooled explained variance over every turn after the last flush (it credits the turn index). */
   readonly pooledEV: number;
+  /**
+   * The gate figure the true values would score against the held-out targets, whose continuation
+   * estimates carry sampling noise: 1 − Σ noise / Σ_t Σ (y − ȳ_t)² over t ≥ 1 (expected value).
+   */
+  readonly ceiling: number;
   /** A per-turn constant (each turn's mean training return): its gate figure (0 by construction) and its pooled one. */
   readonly baseline: { readonly gateEV: number; readonly pooledEV: number };
   /** Critic optimizer steps taken. */
@@ -225,6 +232,7 @@ export async function fitOnPolicy(lm: CriticLM, agents: readonly Agent[], data: 
       gateEV,
       perTurnEV: [...perTurn.values()],
       pooledEV: pooledExplainedVariance(end),
+      ceiling: ceilingOf(data.heldOut),
       baseline: { gateEV: withinTurnExplainedVariance(base), pooledEV: pooledExplainedVariance(base) },
       steps,
       tokens,
@@ -239,4 +247,25 @@ export async function fitOnPolicy(lm: CriticLM, agents: readonly Agent[], data: 
 /** Explained variance over every row, turns pooled (what the gate used to report). */
 function pooledExplainedVariance(rows: TurnRows): number {
   return withinTurnExplainedVariance({ ...rows, turns: rows.turns.map(() => 0) }, 0);
+}
+
+/**
+ * {@link CriticFitResult.ceiling} of held-out rows: a critic that knew each history's true value
+ * would leave the targets' sampling noise as its error, Σ noise of the rows at t ≥ 1, against
+ * their spread within turns.
+ */
+export function ceilingOf(rows: readonly Pick<HeldOutRow, 'turn' | 'value' | 'noise'>[]): number {
+  const byTurn = new Map<number, number[]>();
+  let noise = 0;
+  for (const r of rows) {
+    if (r.turn < 1) continue;
+    byTurn.set(r.turn, [...(byTurn.get(r.turn) ?? []), r.value]);
+    noise += r.noise;
+  }
+  let spread = 0;
+  for (const ys of byTurn.values()) {
+    const m = ys.reduce((a, b) => a + b, 0) / ys.length;
+    spread += ys.reduce((a, y) => a + (y - m) ** 2, 0);
+  }
+  return spread === 0 ? Number.NaN : 1 - noise / spread;
 }

@@ -130,12 +130,12 @@ export function gateReport(rows: readonly GateRow[], c: GateReportContext): stri
     `## Critic-fit gate: does CoLLM-CC's critic learn the value of its run's on-policy histories? (the run's schedule: lr ${c.lr}, minibatches of ${c.batch}; ${c.target === 'mc' ? 'Monte-Carlo return' : 'one-step TD'} targets; vocabulary order ${c.vocabOrder}; figure: held-out explained variance within turns, t ≥ 1; pass: mean − 2·SE ≥ ${GATE_EV} per variant)`,
   );
   out.push('');
-  out.push('| variant | init | seed | steps | gate EV at flushes | per-turn EV, t = 0 … H−1 | pooled EV (old) | per-turn constant: gate EV · pooled EV | seconds |');
-  out.push('|---|---|---|---|---|---|---|---|---|');
+  out.push('| variant | init | seed | steps | gate EV at flushes | per-turn EV, t = 0 … H−1 | pooled EV (old) | per-turn constant: gate EV · pooled EV | ceiling | seconds |');
+  out.push('|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const x = r.result;
     const at = x.at.map((f, i) => `${f}: ${f3(x.gateEV[i])}`).join(' · ');
-    out.push(`| ${r.variant} | ${r.init} | ${r.seed} | ${x.steps} | ${at} | ${x.perTurnEV.map(f3).join(' ')} | ${f3(x.pooledEV)} | ${f3(x.baseline.gateEV)} · ${f3(x.baseline.pooledEV)} | ${x.seconds.toFixed(0)} |`);
+    out.push(`| ${r.variant} | ${r.init} | ${r.seed} | ${x.steps} | ${at} | ${x.perTurnEV.map(f3).join(' ')} | ${f3(x.pooledEV)} | ${f3(x.baseline.gateEV)} · ${f3(x.baseline.pooledEV)} | ${f3(x.ceiling)} | ${x.seconds.toFixed(0)} |`);
   }
   out.push('');
   out.push('| variant | gate EV, mean ± SE [min, max] over seeds × inits | per init: mean [min, max] | mean − 2·SE | verdict |');

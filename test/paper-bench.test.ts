@@ -14,6 +14,7 @@ import { acBudget, blindText, criticStepsPerRun, criticWords, CRITIC_WORDS, magr
 import { criticTextSource, pretrainCritic } from '../bench/critic-pretrain.js';
 import { gateFits, GATE_EV, GATE_QUICK, gatePasses, gateReport, gateVerdicts, type GateCritic, type GateRow } from '../bench/critic-gate.js';
 import { perTurnExplainedVariance, spreadOf, withinTurnExplainedVariance } from '../bench/turn-ev.js';
+import { ceilingOf } from '../bench/critic-fit.js';
 import { tinyCritic } from './collm-helpers.js';
 import { tempDir } from './magrpo-helpers.js';
 
@@ -125,6 +126,14 @@ describe('the gate\'s figure: explained variance within turns', () => {
     expect(explainedVariance(constant.predictions, constant.targets)).toBeCloseTo(9 / 19, 12);
   });
 
+  it('the ceiling: what the true values would score against noisy targets', () => {
+    // Turn 1: values [0, 2] (spread Σ(y − ȳ)² = 2), each with sampling variance 0.1: 1 − 0.2/2 = 0.9.
+    // Turn 0 rows are left out, as in the gate's figure.
+    const row = (turn: number, value: number, noise: number) => ({ turn, value, noise });
+    expect(ceilingOf([row(0, 5, 3), row(1, 0, 0.1), row(1, 2, 0.1)])).toBeCloseTo(0.9, 12);
+    expect(ceilingOf([row(1, 1, 0.1), row(1, 1, 0.1)])).toBeNaN();
+  });
+
   it('spread and verdicts: mean − 2·SE against the bar', () => {
     // [0.4, 0.6]: mean 0.5, sample SD √(0.02/1) = 0.1414, SE 0.1414/√2 = 0.1.
     const s = spreadOf([0.4, 0.6]);
@@ -136,7 +145,7 @@ describe('the gate\'s figure: explained variance within turns', () => {
       variant,
       init,
       seed,
-      result: { at: [0, 1], gateEV: [0, ev], perTurnEV: [0, ev], pooledEV: ev, baseline: { gateEV: 0, pooledEV: 0.2 }, steps: 1, tokens: 1, seconds: 0 },
+      result: { at: [0, 1], gateEV: [0, ev], perTurnEV: [0, ev], pooledEV: ev, ceiling: 0.9, baseline: { gateEV: 0, pooledEV: 0.2 }, steps: 1, tokens: 1, seconds: 0 },
     });
     const steady = [1, 2, 3].flatMap((seed) => [0, 1].map((init) => row('a', init, seed, 0.6)));
     expect(gateVerdicts(steady)[0].passes).toBe(true); // SE 0: mean 0.6 ≥ 0.5
@@ -197,6 +206,7 @@ describe('the critic-fit gate on its quick budget (plumbing)', () => {
       expect(r.result.gateEV).toHaveLength(2);
       expect(r.result.perTurnEV).toHaveLength(2);
       for (const e of [...r.result.gateEV, ...r.result.perTurnEV, r.result.pooledEV, r.result.baseline.pooledEV]) expect(Number.isFinite(e)).toBe(true);
+      expect(r.result.ceiling).toBeLessThanOrEqual(1);
       expect(r.result.baseline.gateEV).toBeCloseTo(0, 10);
       expect(r.result.tokens).toBeGreaterThan(10);
     }
