@@ -11,7 +11,8 @@
  * minibatch order) × {@link GateBudget.inits} critic initialisations (the pretrained checkpoint's
  * init seed before pretraining: the weights a vocabulary order also moves). A variant passes when
  * the mean of its seeds × inits figures, less two standard errors, is ≥ {@link GATE_EV}; the gate
- * passes when every variant does. A per-turn-constant baseline (each turn's mean training return)
+ * passes when every variant does that is gated: one whose held-out values vary within turns well
+ * beyond their sampling noise ({@link CEILING_FLOOR}). A per-turn-constant baseline (each turn's mean training return)
  * is printed beside each figure: 0 by construction here, and what the old pooled EV gave it.
  */
 import type { CriticLM } from '../src/critic/value-model.js';
@@ -83,6 +84,14 @@ export async function gateFits(variant: PaperVariant, seed: number, epochs: numb
 /** The last gate figure of a fit. */
 export const finalGateEV = (r: GateRow): number => r.result.gateEV[r.result.gateEV.length - 1];
 
+/**
+ * A variant is gated only where its held-out values vary within turns beyond their sampling noise:
+ * mean ceiling ≥ this. Where they do not (the dense relay under the init actors: past turns are
+ * paid already and the actors barely react to the history, so every history of a turn has nearly
+ * one value), the within-turn figure divides by noise and says nothing about the critic.
+ */
+export const CEILING_FLOOR = 0.5;
+
 /** One variant's verdict. */
 export interface VariantVerdict {
   readonly variant: string;
@@ -90,8 +99,10 @@ export interface VariantVerdict {
   readonly spread: Spread;
   /** Per init, over seeds. */
   readonly byInit: ReadonlyMap<number, Spread>;
-  /** mean − 2·SE ≥ {@link GATE_EV} (NaN figures fail). */
-  readonly passes: boolean;
+  /** Mean {@link CriticFitResult.ceiling} over the fits. */
+  readonly ceiling: number;
+  /** `pass`: mean − 2·SE ≥ {@link GATE_EV}; `fail` otherwise (NaN figures fail); `not gated`: ceiling below {@link CEILING_FLOOR}. */
+  readonly verdict: 'pass' | 'fail' | 'not gated';
 }
 
 /** The verdict of each variant, in the order they first appear in `rows`. */
@@ -102,14 +113,16 @@ export function gateVerdicts(rows: readonly GateRow[]): VariantVerdict[] {
     const spread = spreadOf(mine.map(finalGateEV));
     const inits = [...new Set(mine.map((r) => r.init))].sort((a, b) => a - b);
     const byInit = new Map(inits.map((i) => [i, spreadOf(mine.filter((r) => r.init === i).map(finalGateEV))]));
-    return { variant, spread, byInit, passes: spread.mean - 2 * spread.se >= GATE_EV };
+    const ceiling = spreadOf(mine.map((r) => r.result.ceiling)).mean;
+    const verdict = !(ceiling >= CEILING_FLOOR) ? 'not gated' : spread.mean - 2 * spread.se >= GATE_EV ? 'pass' : 'fail';
+    return { variant, spread, byInit, ceiling, verdict };
   });
 }
 
-/** Whether the gate passes: every variant's verdict (and there is one). */
+/** Whether the gate passes: every gated variant passes (and one is gated). */
 export function gatePasses(rows: readonly GateRow[]): boolean {
-  const v = gateVerdicts(rows);
-  return v.length > 0 && v.every((x) => x.passes);
+  const gated = gateVerdicts(rows).filter((x) => x.verdict !== 'not gated');
+  return gated.length > 0 && gated.every((x) => x.verdict === 'pass');
 }
 
 const f3 = (x: number) => (Number.isNaN(x) ? 'NaN' : x.toFixed(3));
@@ -127,7 +140,7 @@ export interface GateReportContext {
 export function gateReport(rows: readonly GateRow[], c: GateReportContext): string[] {
   const out: string[] = [];
   out.push(
-    `## Critic-fit gate: does CoLLM-CC's critic learn the value of its run's on-policy histories? (the run's schedule: lr ${c.lr}, minibatches of ${c.batch}; ${c.target === 'mc' ? 'Monte-Carlo return' : 'one-step TD'} targets; vocabulary order ${c.vocabOrder}; figure: held-out explained variance within turns, t ≥ 1; pass: mean − 2·SE ≥ ${GATE_EV} per variant)`,
+    `## Critic-fit gate: does CoLLM-CC's critic learn the value of its run's on-policy histories? (the run's schedule: lr ${c.lr}, minibatches of ${c.batch}; ${c.target === 'mc' ? 'Monte-Carlo return' : 'one-step TD'} targets; vocabulary order ${c.vocabOrder}; figure: held-out explained variance within turns, t ≥ 1; pass: mean − 2·SE ≥ ${GATE_EV} on every variant whose held-out ceiling is ≥ ${CEILING_FLOOR})`,
   );
   out.push('');
   out.push('| variant | init | seed | steps | gate EV at flushes | per-turn EV, t = 0 … H−1 | pooled EV (old) | per-turn constant: gate EV · pooled EV | ceiling | seconds |');
@@ -138,12 +151,12 @@ export function gateReport(rows: readonly GateRow[], c: GateReportContext): stri
     out.push(`| ${r.variant} | ${r.init} | ${r.seed} | ${x.steps} | ${at} | ${x.perTurnEV.map(f3).join(' ')} | ${f3(x.pooledEV)} | ${f3(x.baseline.gateEV)} · ${f3(x.baseline.pooledEV)} | ${f3(x.ceiling)} | ${x.seconds.toFixed(0)} |`);
   }
   out.push('');
-  out.push('| variant | gate EV, mean ± SE [min, max] over seeds × inits | per init: mean [min, max] | mean − 2·SE | verdict |');
-  out.push('|---|---|---|---|---|');
+  out.push('| variant | gate EV, mean ± SE [min, max] over seeds × inits | per init: mean [min, max] | mean − 2·SE | ceiling | verdict |');
+  out.push('|---|---|---|---|---|---|');
   for (const v of gateVerdicts(rows)) {
     const s = v.spread;
     const inits = [...v.byInit].map(([i, b]) => `init ${i}: ${f3(b.mean)} [${f3(b.min)}, ${f3(b.max)}]`).join(' · ');
-    out.push(`| ${v.variant} | ${f3(s.mean)} ± ${f3(s.se)} [${f3(s.min)}, ${f3(s.max)}] (n = ${s.n}) | ${inits} | ${f3(s.mean - 2 * s.se)} | ${v.passes ? 'pass' : 'fail'} |`);
+    out.push(`| ${v.variant} | ${f3(s.mean)} ± ${f3(s.se)} [${f3(s.min)}, ${f3(s.max)}] (n = ${s.n}) | ${inits} | ${f3(s.mean - 2 * s.se)} | ${f3(v.ceiling)} | ${v.verdict} |`);
   }
   out.push('');
   out.push(`gate: ${gatePasses(rows) ? 'PASSED' : 'FAILED'}`);

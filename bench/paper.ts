@@ -128,7 +128,11 @@ export async function benchCriticFit(options: { quick?: boolean } = {}): Promise
   const s = options.quick ? QUICK : FULL;
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-critic-fit-'));
   try {
-    return gatePasses((await pretrainAndGate(s, scratch)).gate);
+    const t0 = performance.now();
+    const { gate, cpu } = await pretrainAndGate(s, scratch);
+    const workers = workerCount();
+    console.log(`wall time ${((performance.now() - t0) / 60000).toFixed(1)} min; CPU time: pretraining ${cpu.pretrain.toFixed(0)} s, gate ${cpu.gate.toFixed(0)} s: about ${((cpu.pretrain + cpu.gate) / workers / 60).toFixed(1)} min on ${workers} idle workers`);
+    return gatePasses(gate);
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });
   }

@@ -141,23 +141,29 @@ describe('the gate\'s figure: explained variance within turns', () => {
     expect(s.se).toBeCloseTo(0.1, 12);
     expect([s.min, s.max, s.n]).toEqual([0.4, 0.6, 2]);
     expect(spreadOf([0.3]).se).toBe(0);
-    const row = (variant: string, init: number, seed: number, ev: number): GateRow => ({
+    const row = (variant: string, init: number, seed: number, ev: number, ceiling = 0.9): GateRow => ({
       variant,
       init,
       seed,
-      result: { at: [0, 1], gateEV: [0, ev], perTurnEV: [0, ev], pooledEV: ev, ceiling: 0.9, baseline: { gateEV: 0, pooledEV: 0.2 }, steps: 1, tokens: 1, seconds: 0 },
+      result: { at: [0, 1], gateEV: [0, ev], perTurnEV: [0, ev], pooledEV: ev, ceiling, baseline: { gateEV: 0, pooledEV: 0.2 }, steps: 1, tokens: 1, seconds: 0 },
     });
     const steady = [1, 2, 3].flatMap((seed) => [0, 1].map((init) => row('a', init, seed, 0.6)));
-    expect(gateVerdicts(steady)[0].passes).toBe(true); // SE 0: mean 0.6 ≥ 0.5
+    expect(gateVerdicts(steady)[0].verdict).toBe('pass'); // SE 0: mean 0.6 ≥ 0.5
     // Mean 0.55 but SE = √(0.25·6/5)/√6 ≈ 0.2236: mean − 2·SE < 0.5.
     const noisy = [1, 2, 3].flatMap((seed) => [0, 1].map((init) => row('b', init, seed, init === 0 ? 1.05 : 0.05)));
     const v = gateVerdicts(noisy)[0];
     expect(v.spread.mean).toBeCloseTo(0.55, 12);
-    expect(v.passes).toBe(false);
+    expect(v.verdict).toBe('fail');
     expect(v.byInit.get(0)?.mean).toBeCloseTo(1.05, 12);
     expect(gatePasses(steady)).toBe(true);
     expect(gatePasses([...steady, ...noisy])).toBe(false); // every variant must pass
     expect(gatePasses([])).toBe(false);
+    // Values that barely vary within turns (ceiling < 0.5): the variant is not gated either way.
+    const flat = [1, 2, 3].map((seed) => row('c', 0, seed, -3, 0.05));
+    expect(gateVerdicts(flat)[0].verdict).toBe('not gated');
+    expect(gateVerdicts(flat)[0].ceiling).toBeCloseTo(0.05, 12);
+    expect(gatePasses([...steady, ...flat])).toBe(true);
+    expect(gatePasses(flat)).toBe(false); // nothing gated
     expect(GATE_EV).toBe(0.5);
   });
 
@@ -215,7 +221,7 @@ describe('the critic-fit gate on its quick budget (plumbing)', () => {
     const lines = gateReport(rows, { lr: 3e-3, batch: 8, target: 'mc', vocabOrder: 'bench' });
     const text = lines.join('\n');
     expect(lines.filter((l) => l.startsWith('| sparse H=2 | '))).toHaveLength(7); // 6 fits + the verdict row
-    expect(text).toMatch(/\| sparse H=2 \| -?\d\.\d{3} ± \d\.\d{3} \[-?\d\.\d{3}, -?\d\.\d{3}\] \(n = 6\) \| init 0: .* · init 1: .* \| -?\d\.\d{3} \| (pass|fail) \|/);
+    expect(text).toMatch(/\| sparse H=2 \| -?\d\.\d{3} ± \d\.\d{3} \[-?\d\.\d{3}, -?\d\.\d{3}\] \(n = 6\) \| init 0: .* · init 1: .* \| -?\d\.\d{3} \| -?\d\.\d{3} \| (pass|fail|not gated) \|/);
     expect(lines[lines.length - 1]).toMatch(/^gate: (PASSED|FAILED)$/);
     expect(lines[lines.length - 1]).toBe(`gate: ${gatePasses(rows) ? 'PASSED' : 'FAILED'}`);
   }, 60_000);
