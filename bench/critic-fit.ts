@@ -145,8 +145,9 @@ function mean(xs: readonly number[]): number {
 }
 
 /**
- * Fits a fresh value head on `lm` (and `lm`'s weights) to `data` with the run's schedule; returns
- * the held-out figures. Disposes what it creates (the head, the optimizer), never `lm`.
+ * Fits a fresh value head on `lm` (and `lm`'s weights, in place, as the run trains them) to `data`
+ * with the run's schedule; returns the held-out figures. Disposes what it creates (the head, the
+ * optimizer), never `lm`: load a fresh copy of the checkpoint for each fit.
  */
 export async function fitOnPolicy(lm: CriticLM, agents: readonly Agent[], data: OnPolicyData, o: FitOptions): Promise<CriticFitResult> {
   const t0 = performance.now();

@@ -179,24 +179,29 @@ describe('the gate\'s figure: explained variance within turns', () => {
 describe('the critic-fit gate on its quick budget (plumbing)', () => {
   let cleanup: () => Promise<void>;
   let dir: string;
-  const critics: GateCritic[] = [];
   beforeAll(async () => {
     setBackendLogger(null);
     await initBackend('wasm');
     ({ dir, cleanup } = await tempDir('critic-gate'));
-    // Two critic inits, each in its own vocabulary order (small critics: the plumbing, not the fit).
-    critics.push({ init: 0, lm: await tinyCritic(dir, 'i0', 10, criticWords('bench'), { hiddenSize: 16, numLayers: 1 }) });
-    critics.push({ init: 1, lm: await tinyCritic(dir, 'i1', 1010, criticWords('pre-5b1078f'), { hiddenSize: 16, numLayers: 1 }) });
   });
   afterAll(async () => {
-    for (const c of critics) c.lm.model.dispose();
     await cleanup();
   });
+
+  /** Two critic inits, each in its own vocabulary order, fresh for each seed (a fit trains its LM in place; small critics: the plumbing, not the fit). */
+  const freshCritics = async (seed: number): Promise<GateCritic[]> => [
+    { init: 0, lm: await tinyCritic(dir, `s${seed}-i0`, 10, criticWords('bench'), { hiddenSize: 16, numLayers: 1 }) },
+    { init: 1, lm: await tinyCritic(dir, `s${seed}-i1`, 1010, criticWords('pre-5b1078f'), { hiddenSize: 16, numLayers: 1 }) },
+  ];
 
   it('fits seeds × inits on the run\'s schedule and prints per-turn EVs, the mean with its spread and the verdict', async () => {
     const variant: PaperVariant = { name: 'sparse H=2', horizon: 2, payment: 'sparse' };
     const rows: GateRow[] = [];
-    for (const seed of GATE_QUICK.seeds) rows.push(...(await gateFits(variant, seed, 1, critics, GATE_QUICK, dir)));
+    for (const seed of GATE_QUICK.seeds) {
+      const critics = await freshCritics(seed);
+      rows.push(...(await gateFits(variant, seed, 1, critics, GATE_QUICK, dir)));
+      for (const c of critics) c.lm.model.dispose();
+    }
     expect(rows.map((r) => [r.seed, r.init])).toEqual([
       [1, 0],
       [1, 1],
