@@ -1,136 +1,272 @@
 /**
- * `npm run bench -- critic-fit`: the paper bench's gate. Can its centralized critic read its input,
- * within the critic steps one CoLLM-CC run of the bench takes? Supervised, no actors: the critic
- * reads CoLLM-CC's input (joint history and m_t with progress) at a random turn t of a hidden-cue
- * relay episode played by the behaviour policy of bench/relay-episodes.ts, and regresses on that
- * episode's return G_t (γ = 0.9) with the trainers' own critic step (`criticStep`, AdamW,
- * value_loss_coef 0.6, no value clip) on minibatches of the bench's size. The figure is the
- * explained variance (1 − Var(y − V)/Var(y)) on held-out histories whose target y is their value
- * under the behaviour policy, E[G_t | h_t], estimated from {@link CONTINUATIONS} continuations
- * each, so a critic that reads its input perfectly scores near 1.
+ * One fit of the critic-fit gate (bench/critic-gate.ts): CoLLM-CC's centralized critic trained
+ * alone on the histories its training run gives it, with that run's own update schedule, then
+ * read on held-out histories of the same policy.
  *
- * The gate passes when every variant's pretrained critic reaches EV ≥ {@link GATE_EV} at the end of
- * its step budget; `npm run bench -- paper` runs it first and reports its comparison only then.
- * The random-init critic is fitted alongside for the record.
+ * - **On-policy histories.** The episodes are played by the run's actors as they are when its
+ *   critic starts learning (paperActors of bench/paper-runs.ts: the seed's random-init actors,
+ *   sampling as the run samples), one episode per training task per flush, as the run's epochs
+ *   play them. The actors stay as they are, so the critic fits one fixed policy's value.
+ * - **The run's update schedule.** From the run's own CoLLM-CC config (`actorCriticConfig`): per
+ *   flush, the transitions in per-turn minibatches of `train_batch_size` (`planMinibatches`, the
+ *   trainer's planner), `update_epochs` passes, one `criticStep` per minibatch at
+ *   `critic_learning_rate` with `value_loss_coef` and the value clip around the values at the
+ *   flush's start, AdamW with the config's betas, eps and weight decay; the value head made as the
+ *   trainer makes it (`centralizedCritic`, seeded `init` stream). So the step count equals
+ *   `criticStepsPerRun`.
+ * - **Targets.** `mc` (default): each transition's discounted return G_t, the target whose fit
+ *   says whether the critic can read its input. `td`: the run's default, y_t = r_t + γ·V(h_{t+1})
+ *   from the current critic at every update epoch (as `recompute_targets` does).
+ * - **Held-out.** Fresh episodes of the same actors on the same tasks; each turn's target is its
+ *   history's value under the actors, E[G_t | s_t], the mean return of `continuations` episodes
+ *   played on from its state, so a critic that reads its input perfectly scores near 1.
  */
-import { explainedVariance } from '../src/buffer/targets.js';
-import { createCriticHead } from '../src/critic/heads.js';
-import { ValueModel, type CriticLM } from '../src/critic/value-model.js';
+import type { Agent } from '../src/decpomdp/agent.js';
+import { discountedReturns, tdTargets } from '../src/buffer/targets.js';
+import { planMinibatches } from '../src/buffer/replay.js';
+import type { CriticLM } from '../src/critic/value-model.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { createRng, rngFor } from '../src/util/rng.js';
-import { HiddenCueRelayEnv, relayTasks, type RelayPayment } from '../envs/hidden-cue/relay.js';
-import { criticStep } from '../trainers/collm/steps.js';
-import { ccCriticText, playRelay, randomEpisode, returnsOf } from './relay-episodes.js';
+import type { HiddenCueRelayEnv, RelayTask } from '../envs/hidden-cue/relay.js';
+import { centralizedCritic } from '../trainers/collm/centralized.js';
+import type { CoLLMCCConfig } from '../trainers/collm/config.js';
+import type { CriticView } from '../trainers/collm/critic-set.js';
+import { criticStep, type ValueRow } from '../trainers/collm/steps.js';
+import type { GenerationSettings } from '../trainers/core/generation.js';
+import { continuationValues, playWithActors, type ActorTurn } from './actor-episodes.js';
+import { perTurnExplainedVariance, withinTurnExplainedVariance, type TurnRows } from './turn-ev.js';
 
-/** Held-out explained variance the pretrained critic must reach. */
-export const GATE_EV = 0.5;
-/** Behaviour continuations per held-out history for its value. */
-export const CONTINUATIONS = 16;
-const VALUE_LOSS_COEF = 0.6;
-const GAMMA = 0.9;
+/** What the critic regresses on: Monte-Carlo returns or the run's one-step TD targets. */
+export type GateTarget = 'mc' | 'td';
 
-/** One fit's settings. */
-export interface CriticFitOptions {
-  readonly horizon: number;
-  readonly payment: RelayPayment;
-  /** The critic's LM and tokenizer (its value head is created here, seeded by `seed`). */
-  readonly critic: CriticLM;
-  /** Optimizer steps (the bench: one CoLLM-CC run's critic steps). */
-  readonly steps: number;
-  /** Rows per step. */
-  readonly batch: number;
-  readonly lr: number;
-  readonly seed: number;
-  /** Held-out histories. Default 128. */
-  readonly heldOut?: number;
-  /** Steps after which EV is measured besides the last (fractions of `steps`). Default 0, ¼, ½. */
-  readonly checkpoints?: readonly number[];
+/** One held-out history: its joint step, the steps before it, and its value under the actors. */
+export interface HeldOutRow {
+  readonly turn: number;
+  readonly view: CriticView;
+  readonly history: readonly CriticView[];
+  readonly value: number;
+  /** The sampling variance of `value` (it caps the explained variance a perfect critic can show). */
+  readonly noise: number;
 }
 
-/** One fit's outcome. */
+/** The histories one seed's fits share (the critic's text is built per critic, from the views). */
+export interface OnPolicyData {
+  /** Training episodes per flush: `flushes[f][e]` is episode e's turns. */
+  readonly flushes: readonly (readonly ActorTurn[][])[];
+  readonly heldOut: readonly HeldOutRow[];
+  /** Seconds spent playing. */
+  readonly seconds: number;
+}
+
+/** How much {@link onPolicyData} plays. */
+export interface OnPolicyBudget {
+  /** Flushes (the run's epochs: one flush of one episode per task each). */
+  readonly flushes: number;
+  /** Held-out episodes (every turn of each is a row). */
+  readonly heldOutEpisodes: number;
+  /** Episodes played on from each held-out state for its value. */
+  readonly continuations: number;
+}
+
+/**
+ * Plays a seed's training episodes (`budget.flushes` × one per task) and held-out episodes with
+ * `agents`, and estimates each held-out history's value. `seed` fixes the sampling streams.
+ */
+export async function onPolicyData(
+  env: HiddenCueRelayEnv,
+  agents: readonly Agent[],
+  tasks: readonly RelayTask[],
+  budget: OnPolicyBudget,
+  settings: GenerationSettings,
+  gamma: number,
+  seed: number,
+): Promise<OnPolicyData> {
+  const t0 = performance.now();
+  // The actors do not change, so every flush can be played at once.
+  const starts = Array.from({ length: budget.flushes }, () => tasks.map((task) => env.initialState(task))).flat();
+  const train = await playWithActors(env, agents, starts, settings, createRng(`critic-gate:${seed}:train`));
+  const flushes = Array.from({ length: budget.flushes }, (_, f) => train.slice(f * tasks.length, (f + 1) * tasks.length));
+  const heldRng = createRng(`critic-gate:${seed}:held-out`);
+  const held = await playWithActors(
+    env,
+    agents,
+    Array.from({ length: budget.heldOutEpisodes }, (_, e) => env.initialState(tasks[e % tasks.length])),
+    settings,
+    heldRng,
+  );
+  const rows = held.flatMap((turns) => turns.map((k, t) => ({ turn: t, view: k.view, history: turns.slice(0, t).map((h) => h.view), state: k.state })));
+  const estimates = await continuationValues(
+    env,
+    agents,
+    rows.map((r) => r.state),
+    budget.continuations,
+    gamma,
+    settings,
+    heldRng,
+  );
+  return { flushes, heldOut: rows.map((r, j) => ({ turn: r.turn, view: r.view, history: r.history, ...estimates[j] })), seconds: (performance.now() - t0) / 1000 };
+}
+
+/** One critic's fit (see the module comment). */
 export interface CriticFitResult {
-  /** Steps at which EV was measured, the last = `steps`. */
+  /** Flushes after which the held-out figures were taken (the last: all of them). */
   readonly at: number[];
-  /** Held-out explained variance at each of `at`. */
-  readonly explainedVariance: number[];
-  /** Longest critic input seen (tokens). */
+  /** The gate's figure at each of `at`: within-turn explained variance over turns t ≥ 1 (bench/turn-ev.ts). */
+  readonly gateEV: number[];
+  /** Per-turn explained variance after the last flush, index = turn (turn 0 included, for reading). */
+  readonly perTurnEV: number[];
+  /** The old pooled explained variance over every turn after the last flush (it credits the turn index). */
+  readonly pooledEV: number;
+  /**
+   * The gate figure the true values would score against the held-out targets, whose continuation
+   * estimates carry sampling noise: 1 − Σ noise / Σ_t Σ (y − ȳ_t)² over t ≥ 1 (expected value).
+   */
+  readonly ceiling: number;
+  /** A per-turn constant (each turn's mean training return): its gate figure (0 by construction) and its pooled one. */
+  readonly baseline: { readonly gateEV: number; readonly pooledEV: number };
+  /** Critic optimizer steps taken. */
+  readonly steps: number;
+  /** Longest critic input (tokens). */
   readonly tokens: number;
   readonly seconds: number;
 }
 
-interface Row {
-  ids: number[];
-  target: number;
+/** What {@link fitOnPolicy} takes from the run's config besides the data. */
+export interface FitOptions {
+  /** The run's parsed CoLLM-CC config (its update schedule, critic input and seed). */
+  readonly config: CoLLMCCConfig;
+  readonly target: GateTarget;
+  /** Flush counts after which to measure besides the last. Default 0, ¼, ½ of the flushes. */
+  readonly checkpoints?: readonly number[];
 }
 
-/** Fits a critic (see the module comment). Disposes only what it creates (the head, the optimizer). */
-export async function fitCritic(o: CriticFitOptions): Promise<CriticFitResult> {
+function mean(xs: readonly number[]): number {
+  return xs.reduce((a, b) => a + b, 0) / xs.length;
+}
+
+/**
+ * Fits a fresh value head on `lm` (and `lm`'s weights, in place, as the run trains them) to `data`
+ * with the run's schedule; returns the held-out figures. Disposes what it creates (the head, the
+ * optimizer), never `lm`: load a fresh copy of the checkpoint for each fit.
+ */
+export async function fitOnPolicy(lm: CriticLM, agents: readonly Agent[], data: OnPolicyData, o: FitOptions): Promise<CriticFitResult> {
   const t0 = performance.now();
-  const env = new HiddenCueRelayEnv({ numTurns: o.horizon, payment: o.payment });
-  const tasks = relayTasks(16, o.horizon, 'critic-fit');
-  const rng = createRng(`critic-fit:${o.seed}`);
+  const { config } = o;
+  if ((config.lr_scheduler_type ?? 'constant') !== 'constant' || (config.critic_lr_scheduler_type ?? 'constant') !== 'constant') {
+    throw new Error('critic-fit gate: the run schedules its learning rate; the gate steps at a constant one');
+  }
+  const lr = config.critic_learning_rate ?? config.agent_learning_rate;
+  const critic = centralizedCritic(agents, config, lm, undefined, rngFor(config.seed, 'init'));
+  const model = critic.model;
+  const optimizer = new AdamW(model.ownVariables(), { lr, betas: config.adam_betas, eps: config.adam_eps, weightDecay: config.weight_decay });
+  const minibatchRng = rngFor(config.seed, 'minibatch');
+  const clip = config.value_clip_separate ? config.value_clip_range : null;
   let tokens = 0;
-  const encode = (text: string) => {
-    const ids = o.critic.tokenizer.encode(text);
+  const idsOf = (view: CriticView, history: readonly CriticView[]) => {
+    const ids = critic.input(0, view, config.critic_history === 'full' ? history : []);
     tokens = Math.max(tokens, ids.length);
     return ids;
   };
-  const heldOut: Row[] = [];
-  for (let i = 0; i < (o.heldOut ?? 128); i++) {
-    const turns = await randomEpisode(env, tasks, rng);
-    const t = rng.int(turns.length);
-    let sum = 0;
-    for (let c = 0; c < CONTINUATIONS; c++) sum += returnsOf((await playRelay(env, turns[t].state, rng)).map((k) => k.reward), GAMMA)[0];
-    heldOut.push({ ids: encode(ccCriticText(turns, t)), target: sum / CONTINUATIONS });
-  }
-  const draw = async (): Promise<Row> => {
-    const turns = await randomEpisode(env, tasks, rng);
-    const t = rng.int(turns.length);
-    return { ids: encode(ccCriticText(turns, t)), target: returnsOf(turns.map((k) => k.reward), GAMMA)[t] };
-  };
-  const critic = new ValueModel(o.critic.model, createCriticHead(o.critic.model.hiddenSize, { type: 'linear' }, rngFor(o.seed, 'init')), o.critic.tokenizer, false);
-  const optimizer = new AdamW(critic.ownVariables(), { lr: o.lr });
+  const heldIds = data.heldOut.map((r) => idsOf(r.view, r.history));
+  const heldTurns = data.heldOut.map((r) => r.turn);
+  const heldValues = data.heldOut.map((r) => r.value);
+  const gateAt = async (): Promise<TurnRows> => ({ turns: heldTurns, targets: heldValues, predictions: await model.predict(heldIds) });
+  const flushes = data.flushes.length;
+  const at = [...new Set([...(o.checkpoints ?? [0, Math.round(flushes / 4), Math.round(flushes / 2)]), flushes])].filter((f) => f >= 0 && f <= flushes).sort((a, b) => a - b);
+  const gateEV: number[] = [];
+  let last: TurnRows | null = null;
+  let steps = 0;
+  // Each turn's mean return over the training transitions: the per-turn-constant baseline.
+  const returnsByTurn = new Map<number, number[]>();
   try {
-    const at = [...new Set([...(o.checkpoints ?? [0, Math.round(o.steps / 4), Math.round(o.steps / 2)]), o.steps])].sort((a, b) => a - b);
-    const ev: number[] = [];
-    let step = 0;
-    for (const until of at) {
-      for (; step < until; step++) {
-        const rows: Row[] = [];
-        for (let i = 0; i < o.batch; i++) rows.push(await draw());
-        criticStep(critic, optimizer, rows.map((r) => ({ criticIds: r.ids, target: r.target, oldValue: 0 })), VALUE_LOSS_COEF, null, { maxGradNorm: null, chunkSize: null, label: 'critic fit' });
+    for (let f = 0; f <= flushes; f++) {
+      if (at.includes(f)) {
+        last = await gateAt();
+        gateEV.push(withinTurnExplainedVariance(last));
       }
-      ev.push(explainedVariance(await critic.predict(heldOut.map((r) => r.ids)), heldOut.map((r) => r.target)));
+      if (f === flushes) break;
+      const episodes = data.flushes[f];
+      const rows = episodes.flatMap((turns) => {
+        const returns = discountedReturns(
+          turns.map((k) => k.reward),
+          config.discount,
+        );
+        return turns.map((k, t) => ({ turn: t, ids: idsOf(k.view, turns.slice(0, t).map((h) => h.view)), reward: k.reward, return: returns[t], last: t === turns.length - 1 }));
+      });
+      for (const r of rows) returnsByTurn.set(r.turn, [...(returnsByTurn.get(r.turn) ?? []), r.return]);
+      const ids = rows.map((r) => r.ids);
+      const anchor = await model.predict(ids);
+      let targets: number[] = rows.map((r) => r.return);
+      let epoch = -1;
+      for (const mb of planMinibatches(
+        rows.map((r) => r.turn),
+        { batchSize: config.train_batch_size ?? rows.length, epochs: config.update_epochs, rng: minibatchRng },
+      )) {
+        if (o.target === 'td' && mb.epoch !== epoch) {
+          // y_t = r_t + γ·V(h_{t+1}) from the critic as it is at this update epoch's start.
+          const values = await model.predict(ids);
+          targets = [];
+          let start = 0;
+          for (const turns of episodes) {
+            targets.push(
+              ...tdTargets(
+                turns.map((k) => k.reward),
+                values.slice(start, start + turns.length),
+                config.discount,
+              ),
+            );
+            start += turns.length;
+          }
+        }
+        epoch = mb.epoch;
+        const batch: ValueRow[] = mb.indices.map((j) => ({ criticIds: ids[j], target: targets[j], oldValue: anchor[j] }));
+        criticStep(model, optimizer, batch, config.value_loss_coef, clip, { maxGradNorm: config.max_grad_norm, chunkSize: config.scoring_batch_size, label: `critic-fit gate, flush ${f + 1}` });
+        steps++;
+      }
     }
-    return { at, explainedVariance: ev, tokens, seconds: (performance.now() - t0) / 1000 };
+    const end = last as TurnRows;
+    const perTurn = perTurnExplainedVariance(end);
+    const constant = heldTurns.map((t) => mean(returnsByTurn.get(t) ?? [0]));
+    const base: TurnRows = { turns: heldTurns, targets: heldValues, predictions: constant };
+    return {
+      at,
+      gateEV,
+      perTurnEV: [...perTurn.values()],
+      pooledEV: pooledExplainedVariance(end),
+      ceiling: ceilingOf(data.heldOut),
+      baseline: { gateEV: withinTurnExplainedVariance(base), pooledEV: pooledExplainedVariance(base) },
+      steps,
+      tokens,
+      seconds: (performance.now() - t0) / 1000,
+    };
   } finally {
     optimizer.dispose();
-    critic.head.dispose();
+    model.head.dispose();
   }
 }
 
-/** A gate row as the paper bench prints it. */
-export interface GateRow {
-  readonly variant: string;
-  readonly arm: 'random' | 'pretrained';
-  readonly seed: number;
-  readonly result: CriticFitResult;
+/** Explained variance over every row, turns pooled (what the gate used to report). */
+function pooledExplainedVariance(rows: TurnRows): number {
+  return withinTurnExplainedVariance({ ...rows, turns: rows.turns.map(() => 0) }, 0);
 }
 
-/** Whether the gate passes: every pretrained row's last EV ≥ {@link GATE_EV} (and there is one). */
-export function gatePasses(rows: readonly GateRow[]): boolean {
-  const pre = rows.filter((r) => r.arm === 'pretrained');
-  return pre.length > 0 && pre.every((r) => r.result.explainedVariance[r.result.explainedVariance.length - 1] >= GATE_EV);
-}
-
-/** Prints the gate's table. */
-export function printGateTable(rows: readonly GateRow[], lr: number, batch: number): void {
-  console.log(`\n## Critic-fit gate: can CoLLM-CC's critic read its input? (supervised, lr ${lr}, minibatches of ${batch}; pass: pretrained EV ≥ ${GATE_EV} at the end of the budget)\n`);
-  console.log('| variant | critic | seed | input tokens (max) | held-out EV at steps | seconds |');
-  console.log('|---|---|---|---|---|---|');
+/**
+ * {@link CriticFitResult.ceiling} of held-out rows: a critic that knew each history's true value
+ * would leave the targets' sampling noise as its error, Σ noise of the rows at t ≥ 1, against
+ * their spread within turns.
+ */
+export function ceilingOf(rows: readonly Pick<HeldOutRow, 'turn' | 'value' | 'noise'>[]): number {
+  const byTurn = new Map<number, number[]>();
+  let noise = 0;
   for (const r of rows) {
-    const ev = r.result.at.map((s, i) => `${s}: ${r.result.explainedVariance[i].toFixed(3)}`).join(' · ');
-    console.log(`| ${r.variant} | ${r.arm === 'random' ? 'random init' : 'pretrained'} | ${r.seed} | ${r.result.tokens} | ${ev} | ${r.result.seconds.toFixed(0)} |`);
+    if (r.turn < 1) continue;
+    byTurn.set(r.turn, [...(byTurn.get(r.turn) ?? []), r.value]);
+    noise += r.noise;
   }
-  console.log(`\ngate: ${gatePasses(rows) ? 'PASSED' : 'FAILED'}`);
+  let spread = 0;
+  for (const ys of byTurn.values()) {
+    const m = ys.reduce((a, b) => a + b, 0) / ys.length;
+    spread += ys.reduce((a, y) => a + (y - m) ** 2, 0);
+  }
+  return spread === 0 ? Number.NaN : 1 - noise / spread;
 }

@@ -14,25 +14,27 @@ import { createTinyModel } from '../src/model/tiny.js';
 import { loadCausalLM } from '../src/model/load.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { criticTextSource, pretrainCritic, type PretrainBudget } from './critic-pretrain.js';
-import { fitCritic, type CriticFitResult } from './critic-fit.js';
-import { cpuSince, CRITIC_BATCH, CRITIC_LR, CRITIC_SIZE, CRITIC_WORDS, PAPER_ARMS, PAPER_VARIANTS, paperRun, type PaperRunResult } from './paper-runs.js';
+import { gateFits, type GateBudget, type GateCritic, type GateRow } from './critic-gate.js';
+import { cpuSince, CRITIC_SIZE, criticWords, PAPER_ARMS, PAPER_VARIANTS, paperRun, type CriticVocabOrder, type PaperRunResult } from './paper-runs.js';
 
-/** Pretrains seed `seed`'s critic into `out`. */
+/** Pretrains the critic of init seed `seed` (its weights before pretraining and its text stream), with the vocabulary in `vocab` order, into `out`. */
 export interface PretrainJob {
   readonly kind: 'pretrain';
   readonly seed: number;
+  readonly vocab: CriticVocabOrder;
   readonly out: string;
   readonly budget: PretrainBudget;
 }
 
-/** One gate row: a critic arm on a variant for `steps` steps. */
+/** The gate's fits of one variant and run seed: one per pretrained critic (init). */
 export interface GateJob {
   readonly kind: 'gate';
   readonly variant: string;
-  readonly arm: 'random' | 'pretrained';
   readonly seed: number;
-  readonly steps: number;
-  readonly pretrainedDir: string;
+  /** The run's epochs (the gate's flushes). */
+  readonly epochs: number;
+  readonly critics: readonly { readonly init: number; readonly dir: string }[];
+  readonly budget: Pick<GateBudget, 'heldOutEpisodes' | 'continuations' | 'target'>;
 }
 
 /** One training run. */
@@ -51,7 +53,7 @@ export type PaperJob = PretrainJob | GateJob | RunJob;
 /** A job's answer, with the CPU seconds the job took (what it costs on an idle core). */
 export type PaperAnswer = (
   | (PretrainJob & { result: { firstLoss: number; lastLoss: number; seconds: number } })
-  | (GateJob & { result: CriticFitResult })
+  | (GateJob & { result: GateRow[] })
   | (RunJob & { result: PaperRunResult })
 ) & { cpuSeconds?: number };
 
@@ -68,8 +70,8 @@ function variantOf(name: string) {
 export async function runJob(job: PaperJob, scratch: string): Promise<PaperAnswer> {
   const t0 = performance.now();
   if (job.kind === 'pretrain') {
-    const init = path.join(scratch, `init-s${job.seed}`);
-    await createTinyModel({ dir: init, arch: 'qwen3', seed: 1000 * job.seed + 10, tokenizer: 'word', words: [...CRITIC_WORDS], ...CRITIC_SIZE });
+    const init = path.join(scratch, `init-s${job.seed}-${job.vocab}`);
+    await createTinyModel({ dir: init, arch: 'qwen3', seed: 1000 * job.seed + 10, tokenizer: 'word', words: [...criticWords(job.vocab)], ...CRITIC_SIZE });
     const model = await loadCausalLM(init);
     const tokenizer = await loadTokenizer(init);
     try {
@@ -82,18 +84,12 @@ export async function runJob(job: PaperJob, scratch: string): Promise<PaperAnswe
     }
   }
   if (job.kind === 'gate') {
-    const v = variantOf(job.variant);
-    let dir = job.pretrainedDir;
-    if (job.arm === 'random') {
-      dir = path.join(scratch, `gate-random-s${job.seed}`);
-      await createTinyModel({ dir, arch: 'qwen3', seed: 1000 * job.seed + 10, tokenizer: 'word', words: [...CRITIC_WORDS], ...CRITIC_SIZE });
-    }
-    const model = await loadCausalLM(dir);
+    const critics: GateCritic[] = [];
     try {
-      const result = await fitCritic({ horizon: v.horizon, payment: v.payment, critic: { model, tokenizer: await loadTokenizer(dir) }, steps: job.steps, batch: CRITIC_BATCH, lr: CRITIC_LR, seed: job.seed });
-      return { ...job, result };
+      for (const c of job.critics) critics.push({ init: c.init, lm: { name: `critic-i${c.init}`, model: await loadCausalLM(c.dir), tokenizer: await loadTokenizer(c.dir) } });
+      return { ...job, result: await gateFits(variantOf(job.variant), job.seed, job.epochs, critics, job.budget, scratch) };
     } finally {
-      model.dispose();
+      for (const c of critics) c.lm.model.dispose();
     }
   }
   const arm = PAPER_ARMS.find((a) => a.id === job.arm);

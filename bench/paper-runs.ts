@@ -28,6 +28,7 @@ import type { CriticLM } from '../src/critic/value-model.js';
 import { CRITIC_LAYOUT_WORDS, criticWordsOf, formatGlobalInfo } from '../src/critic/inputs.js';
 import type { Agent } from '../src/decpomdp/agent.js';
 import type { EvalEpisode } from '../trainers/core/eval.js';
+import type { GenerationSettings } from '../trainers/core/generation.js';
 import { createTinyModel } from '../src/model/tiny.js';
 import { loadCausalLM } from '../src/model/load.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
@@ -90,6 +91,33 @@ function relayGlobalInfoLines(): string[] {
 
 /** Every word a relay critic reads (a word-level vocabulary, so that no critic input has an unknown token). */
 export const CRITIC_WORDS: readonly string[] = [...new Set([...hiddenCueWords, ...CRITIC_LAYOUT_WORDS, ...RELAY_PROGRESS_WORDS, ...criticWordsOf(relayGlobalInfoLines())])];
+
+/**
+ * Orders of the critic vocabulary: the same words, different token ids, so a different initial
+ * weight for each word. `bench`: {@link CRITIC_WORDS}. `pre-5b1078f`: the order before commit
+ * 5b1078f, where `);` stood among the layout words right after the digits (that commit dropped it
+ * from `CRITIC_LAYOUT_WORDS`, moving it and every word after it). A gate figure that moves with
+ * the order measures the init, not the critic (bench/critic-gate.ts).
+ */
+export const CRITIC_VOCAB_ORDERS = ['bench', 'pre-5b1078f'] as const;
+/** See {@link CRITIC_VOCAB_ORDERS}. */
+export type CriticVocabOrder = (typeof CRITIC_VOCAB_ORDERS)[number];
+
+/** The critic vocabulary in `order`. */
+export function criticWords(order: CriticVocabOrder): readonly string[] {
+  if (order === 'bench') return CRITIC_WORDS;
+  const layout = [...CRITIC_LAYOUT_WORDS];
+  layout.splice(layout.indexOf('9') + 1, 0, ');');
+  return [...new Set([...hiddenCueWords, ...layout, ...RELAY_PROGRESS_WORDS, ...criticWordsOf(relayGlobalInfoLines())])];
+}
+
+/** The vocabulary order of the bench's pretrained critics: $COMLRL_CRITIC_VOCAB_ORDER, default `bench`. */
+export function benchVocabOrder(): CriticVocabOrder {
+  const v = process.env.COMLRL_CRITIC_VOCAB_ORDER ?? 'bench';
+  const order = CRITIC_VOCAB_ORDERS.find((o) => o === v);
+  if (order === undefined) throw new Error(`COMLRL_CRITIC_VOCAB_ORDER must be one of ${CRITIC_VOCAB_ORDERS.join(', ')}, got '${v}'`);
+  return order;
+}
 
 /** One arm: a method with its settings. */
 export interface PaperArm {
@@ -178,12 +206,25 @@ export function cpuSince(start: NodeJS.CpuUsage): number {
   return (d.user + d.system) / 1e6;
 }
 
-const trainTasks = (h: number) => relayTasks(TRAIN_TASKS, h, 'relay-train');
+/** The training tasks of a run (one episode each per epoch). */
+export const trainTasks = (h: number) => relayTasks(TRAIN_TASKS, h, 'relay-train');
 const evalTasks = (h: number) => relayTasks(EVAL_EPISODES, h, 'relay-eval');
+
+/** The actors' sampling: one word, temperature 1, no top-p or top-k filter. */
+export const ACTOR_SAMPLING: GenerationSettings = { maxNewTokens: 1, temperature: 1, topP: 1, topK: 0 };
+/** Every method's discount γ. */
+export const DISCOUNT = 0.9;
 
 async function tinyLM(dir: string, seed: number, words: readonly string[], size: { hiddenSize: number; numLayers: number }) {
   await createTinyModel({ dir, arch: 'qwen3', seed, tokenizer: 'word', words: [...words], ...size });
   return { model: await loadCausalLM(dir), tokenizer: await loadTokenizer(dir) };
+}
+
+/** The two actors of seed `seed`'s runs at init (the same for every arm), written under `dir`. The caller disposes their models. */
+export async function paperActors(dir: string, tag: string, seed: number): Promise<Agent[]> {
+  const agents: Agent[] = [];
+  for (let i = 0; i < 2; i++) agents.push({ name: `${tag}-a${i}`, chat: false, ...(await tinyLM(join(dir, `${tag}-a${i}`), 1000 * seed + i + 1, hiddenCueWords, { hiddenSize: 32, numLayers: 1 })) });
+  return agents;
 }
 
 /** The critic text a blind critic keeps: m_t's turn index (`[Global Info] turn 2 of 4`), nothing else. */
@@ -207,6 +248,42 @@ function score(episodes: readonly EvalEpisode<RelayTask, RelayState>[], payment:
   return mean(episodes.map((e) => relayEpisodeScore(e.rewards, payment)));
 }
 
+/** The settings every method's run shares (trainer config keys). */
+function sharedConfig(h: number, seed: number) {
+  return {
+    num_turns: h,
+    max_new_tokens: ACTOR_SAMPLING.maxNewTokens,
+    temperature: ACTOR_SAMPLING.temperature,
+    top_p: ACTOR_SAMPLING.topP,
+    top_k: ACTOR_SAMPLING.topK,
+    early_termination_threshold: null,
+    discount: DISCOUNT,
+    agent_learning_rate: ACTOR_LR,
+    eval_interval: 0,
+    eval_num_samples: EVAL_EPISODES,
+    eval_batch_size: EVAL_EPISODES,
+    logging_steps: 1,
+    seed,
+  } as const;
+}
+
+/**
+ * The CoLLM config of an actor-critic arm's run at horizon `h` (the critic-fit gate,
+ * bench/critic-gate.ts, takes the run's critic update schedule from it).
+ */
+export function actorCriticConfig(arm: PaperArm, h: number, seed: number, epochs: number) {
+  return {
+    ...sharedConfig(h, seed),
+    num_train_epochs: epochs,
+    critic_learning_rate: arm.control === 'frozen' ? 0 : CRITIC_LR,
+    rollout_buffer_size: TRAIN_TASKS * h, // one flush per epoch
+    train_batch_size: CRITIC_BATCH,
+    update_epochs: UPDATE_EPOCHS,
+    critic_warmup_items: 0,
+    advantage_normalization: arm.rawDelta !== true,
+  };
+}
+
 /** Runs one arm on one variant with one seed (see the module comment). */
 export async function paperRun(opts: PaperRunOptions): Promise<PaperRunResult> {
   const t0 = performance.now();
@@ -217,7 +294,7 @@ export async function paperRun(opts: PaperRunOptions): Promise<PaperRunResult> {
   const agents: Agent[] = [];
   const critics: CriticLM[] = [];
   try {
-    for (let i = 0; i < 2; i++) agents.push({ name: `${tag}-a${i}`, chat: false, ...(await tinyLM(join(dir, `${tag}-a${i}`), 1000 * seed + i + 1, hiddenCueWords, { hiddenSize: 32, numLayers: 1 })) });
+    agents.push(...(await paperActors(dir, tag, seed)));
     const env = new HiddenCueRelayEnv({ numTurns: h, payment: variant.payment });
     const ev: number[] = [];
     const logger = {
@@ -226,21 +303,7 @@ export async function paperRun(opts: PaperRunOptions): Promise<PaperRunResult> {
         if (e.length > 0) ev.push(mean(e));
       },
     };
-    const shared = {
-      num_turns: h,
-      max_new_tokens: 1,
-      temperature: 1,
-      top_p: 1,
-      top_k: 0,
-      early_termination_threshold: null,
-      discount: 0.9,
-      agent_learning_rate: ACTOR_LR,
-      eval_interval: 0,
-      eval_num_samples: EVAL_EPISODES,
-      eval_batch_size: EVAL_EPISODES,
-      logging_steps: 1,
-      seed,
-    } as const;
+    const shared = sharedConfig(h, seed);
     const common = { agents, env, trainTasks: trainTasks(h), evalTasks: evalTasks(h), logger };
     let trainer: MAGRPOTrainer<RelayTask, RelayState> | CoLLMCCTrainer<RelayTask, RelayState> | CoLLMDCTrainer<RelayTask, RelayState>;
     let items: number;
@@ -254,16 +317,7 @@ export async function paperRun(opts: PaperRunOptions): Promise<PaperRunResult> {
     } else {
       items = epochs * TRAIN_TASKS;
       completions = acBudget(h, epochs);
-      const config = {
-        ...shared,
-        num_train_epochs: epochs,
-        critic_learning_rate: arm.control === 'frozen' ? 0 : CRITIC_LR,
-        rollout_buffer_size: TRAIN_TASKS * h, // one flush per epoch
-        train_batch_size: CRITIC_BATCH,
-        update_epochs: UPDATE_EPOCHS,
-        critic_warmup_items: 0,
-        advantage_normalization: arm.rawDelta !== true,
-      };
+      const config = actorCriticConfig(arm, h, seed, epochs);
       const critic = async (i: number): Promise<CriticLM> => {
         let lm;
         if (arm.critic === 'pretrained') {

@@ -18,10 +18,11 @@ export interface StoreBudget {
   readonly epochs: number;
   readonly segments: number;
   readonly pretrain: PretrainBudget;
+  /** The critic vocabulary's order (bench/paper-runs.ts `CRITIC_VOCAB_ORDERS`). */
+  readonly vocab: string;
 }
 
 const SETTINGS = 'settings.json';
-const PRETRAINED_DONE = 'pretrained.json';
 
 /** The file name of a run: arm, variant and seed (`sparse H=4` → `sparse-H4`). */
 export function runFileName(job: Pick<RunJob, 'arm' | 'variant' | 'seed'>): string {
@@ -55,7 +56,7 @@ export class PaperStore {
     if (used && !options.resume) throw new Error(`paper bench: ${dir} already holds a bench's runs: pass --resume to go on with them, or choose another --out`);
     if (used) {
       const stored = JSON.parse(fs.readFileSync(settings, 'utf8')) as StoreBudget;
-      for (const key of ['epochs', 'segments'] as const) {
+      for (const key of ['epochs', 'segments', 'vocab'] as const) {
         if (stored[key] !== budget[key]) throw new Error(`paper bench: ${dir} was run with ${key} ${stored[key]}, this bench uses ${budget[key]}: its runs do not compare; choose another --out`);
       }
       if (JSON.stringify(stored.pretrain) !== JSON.stringify(budget.pretrain)) throw new Error(`paper bench: ${dir} pretrained its critic with ${JSON.stringify(stored.pretrain)}, this bench uses ${JSON.stringify(budget.pretrain)}; choose another --out`);
@@ -66,20 +67,20 @@ export class PaperStore {
     return new PaperStore(dir, budget);
   }
 
-  /** The pretrained critic's checkpoint folder. */
-  get pretrainedDir(): string {
-    return path.join(this.dir, 'pretrained');
+  /** The checkpoint folder of the critic pretrained from init `init`. */
+  pretrainedDir(init: number): string {
+    return path.join(this.dir, `pretrained-i${init}`);
   }
 
-  /** The pretraining's losses when it finished in an earlier run, else null. */
-  pretrained(): { firstLoss: number; lastLoss: number; seconds: number } | null {
-    const f = path.join(this.dir, PRETRAINED_DONE);
+  /** Init `init`'s pretraining losses when it finished in an earlier invocation, else null. */
+  pretrained(init: number): { firstLoss: number; lastLoss: number; seconds: number } | null {
+    const f = path.join(this.dir, `pretrained-i${init}.json`);
     return fs.existsSync(f) ? (JSON.parse(fs.readFileSync(f, 'utf8')) as { firstLoss: number; lastLoss: number; seconds: number }) : null;
   }
 
-  /** Records that the critic in {@link pretrainedDir} is complete. */
-  markPretrained(result: { firstLoss: number; lastLoss: number; seconds: number }): void {
-    writeWhole(path.join(this.dir, PRETRAINED_DONE), JSON.stringify(result) + '\n');
+  /** Records that the critic in {@link pretrainedDir}(init) is complete. */
+  markPretrained(init: number, result: { firstLoss: number; lastLoss: number; seconds: number }): void {
+    writeWhole(path.join(this.dir, `pretrained-i${init}.json`), JSON.stringify(result) + '\n');
   }
 
   /** A value the bench chose and must keep on a resume (the λ of the sweep), else null. */

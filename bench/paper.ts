@@ -7,13 +7,14 @@
  * default z-scored δ and the equations' raw δ (bench/paper-runs.ts lists the arms and settings).
  *
  * Phases, on a pool of worker processes ($COMLRL_PAPER_WORKERS, default 2): pretrain one critic
- * per seed; the critic-fit gate (bench/critic-fit.ts) on every variant; then every run. The
+ * per gate init (the runs use init 0's; $COMLRL_CRITIC_VOCAB_ORDER picks the vocabulary order);
+ * the critic-fit gate (bench/critic-gate.ts) on every variant; then every run. The
  * comparison is reported only if the gate passes ($COMLRL_PAPER_IGNORE_GATE=1, or `--quick`,
  * reports it anyway, marked). Prints the tables (mean over seeds [bootstrap 95% interval]; paired
  * differences with Student-t intervals) and writes the curves to paper-bench.png in its folder (or
  * $COMLRL_PAPER_PLOT).
  *
- * `--quick`: one seed, {@link QUICK} budgets, for checking that everything runs (its figures mean
+ * `--quick`: one seed for the runs, {@link QUICK} budgets, for checking that everything runs (its figures mean
  * little). `npm run bench -- critic-fit` runs the first two phases alone.
  *
  * The full bench takes hours: it keeps its work in a folder (`--out DIR`, default
@@ -30,9 +31,9 @@ import { fileURLToPath } from 'node:url';
 import { buildPlotSpec, renderSvg, svgToPng, type PlotPoint } from '../src/logging/plots.js';
 import { mean } from '../src/util/stats.js';
 import { PRETRAIN_BUDGET, type PretrainBudget } from './critic-pretrain.js';
-import { gatePasses, printGateTable, type GateRow } from './critic-fit.js';
+import { GATE_FULL, GATE_QUICK, gatePasses, gateReport, type GateBudget, type GateRow } from './critic-gate.js';
 import { PAPER_TAG, type GateJob, type PaperAnswer, type PaperJob, type RunJob } from './paper-jobs.js';
-import { acBudget, CRITIC_BATCH, CRITIC_LR, CRITIC_SIZE, criticStepsPerRun, EVAL_EPISODES, magrpoTasks, PAPER_ARMS, PAPER_VARIANTS, treeCompletions } from './paper-runs.js';
+import { acBudget, benchVocabOrder, CRITIC_BATCH, CRITIC_LR, CRITIC_SIZE, EVAL_EPISODES, magrpoTasks, PAPER_ARMS, PAPER_VARIANTS, treeCompletions } from './paper-runs.js';
 import { bootstrapMean, curveArea, pairedTInterval, type Interval, type PairedInterval } from './paper-stats.js';
 import { PaperStore, type StoredRun } from './paper-store.js';
 
@@ -47,16 +48,16 @@ export interface PaperSettings {
   /** Evaluations at 0, 1/segments, …, 1 of each method's budget. */
   readonly segments: number;
   readonly pretrain: PretrainBudget;
-  /** Seed whose critics the gate fits. */
-  readonly gateSeed: number;
+  /** The critic-fit gate's seeds, critic inits and held-out budget (bench/critic-gate.ts). */
+  readonly gate: GateBudget;
 }
 
 const seedRange = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
 /** The full bench: 24 epochs; 10 paired seeds where the claim is decided, 5 elsewhere. */
-export const FULL: PaperSettings = { claimSeeds: seedRange(10), seeds: seedRange(5), epochs: 24, segments: 4, pretrain: PRETRAIN_BUDGET, gateSeed: 1 };
+export const FULL: PaperSettings = { claimSeeds: seedRange(10), seeds: seedRange(5), epochs: 24, segments: 4, pretrain: PRETRAIN_BUDGET, gate: GATE_FULL };
 /** `--quick`: one seed and short budgets, to check that everything runs. */
-export const QUICK: PaperSettings = { claimSeeds: [1], seeds: [1], epochs: 2, segments: 2, pretrain: { ...PRETRAIN_BUDGET, steps: 100 }, gateSeed: 1 };
+export const QUICK: PaperSettings = { claimSeeds: [1], seeds: [1], epochs: 2, segments: 2, pretrain: { ...PRETRAIN_BUDGET, steps: 100 }, gate: GATE_QUICK };
 
 /** The arms whose sparse-payment runs decide the claim (CC against MAGRPO, and against a critic that cannot read the history). */
 export const CLAIM_ARMS: readonly string[] = ['magrpo-k2', 'cc-pre', 'cc-pre-blind'];
@@ -119,35 +120,49 @@ function workerCount(): number {
   return n;
 }
 
-/** Pretrains the critic into `scratch` and runs the gate; prints the gate table. */
-async function pretrainAndGate(s: PaperSettings, scratch: string, store: PaperStore | null = null): Promise<{ gate: GateRow[]; dir: string; cpu: number[] }> {
-  const cpu: number[] = [];
+/**
+ * Pretrains one critic per gate init (into `store`'s folder, once: a resume reuses them; else
+ * into `scratch`) and runs the gate; prints the gate's report. `dir` is init 0's checkpoint (the
+ * first of `s.gate.inits`), the one every run starts from.
+ */
+async function pretrainAndGate(s: PaperSettings, scratch: string, store: PaperStore | null = null): Promise<{ gate: GateRow[]; dir: string; cpu: { pretrain: number; gate: number } }> {
+  const cpu = { pretrain: 0, gate: 0 };
   const workers = workerCount();
-  const dir = store?.pretrainedDir ?? path.join(scratch, 'pretrained');
+  const vocab = benchVocabOrder();
+  const dirOf = (init: number) => (store ? store.pretrainedDir(init) : path.join(scratch, `pretrained-i${init}`));
   const t0 = performance.now();
-  let loss = store?.pretrained() ?? null;
-  if (loss === null) {
-    const pre = await pool([{ kind: 'pretrain', seed: 0, out: dir, budget: s.pretrain }], 1, (a) => cpu.push(a.cpuSeconds ?? 0));
-    loss = pre[0]?.kind === 'pretrain' ? pre[0].result : null;
-    if (!loss) throw new Error('paper bench: pretraining gave no answer');
-    store?.markPretrained(loss);
-  } else {
-    cpu.push(0);
-  }
-  console.log(`\npretrained critic (one checkpoint, as the paper's critics share theirs across seeds; its value head is new in every run): qwen3 ${CRITIC_SIZE.hiddenSize} × ${CRITIC_SIZE.numLayers}, ${s.pretrain.steps} AdamW steps × ${s.pretrain.batch} critic texts at lr ${s.pretrain.lr} (${s.pretrain.steps * s.pretrain.batch} texts), next-token loss ${f3(loss.firstLoss)} → ${f3(loss.lastLoss)}; ${((performance.now() - t0) / 60000).toFixed(1)} min (${loss.seconds.toFixed(0)} s)`);
-  const gateJobs: GateJob[] = PAPER_VARIANTS.flatMap((v) =>
-    (['pretrained', 'random'] as const).map((arm) => ({ kind: 'gate' as const, variant: v.name, arm, seed: s.gateSeed, steps: criticStepsPerRun(v.horizon, s.epochs), pretrainedDir: dir })),
+  const missing = s.gate.inits.filter((init) => store?.pretrained(init) == null);
+  const pre = await pool(
+    missing.map((init) => ({ kind: 'pretrain' as const, seed: init, vocab, out: dirOf(init), budget: s.pretrain })),
+    workers,
+    (a) => {
+      cpu.pretrain += a.cpuSeconds ?? 0;
+      if (a.kind === 'pretrain') store?.markPretrained(a.seed, a.result);
+    },
   );
+  for (const a of pre) {
+    if (a.kind !== 'pretrain') continue;
+    console.log(`\npretrained critic, init ${a.seed} (vocabulary order ${vocab}; the paper's critics share one checkpoint across seeds, and the runs use init ${s.gate.inits[0]}'s; its value head is new in every run): qwen3 ${CRITIC_SIZE.hiddenSize} × ${CRITIC_SIZE.numLayers}, ${s.pretrain.steps} AdamW steps × ${s.pretrain.batch} critic texts at lr ${s.pretrain.lr} (${s.pretrain.steps * s.pretrain.batch} texts), next-token loss ${f3(a.result.firstLoss)} → ${f3(a.result.lastLoss)} (${a.result.seconds.toFixed(0)} s)`);
+  }
+  if (pre.length !== missing.length) throw new Error('paper bench: pretraining gave no answer');
+  if (missing.length < s.gate.inits.length) console.log(`\npretrained critics of inits ${s.gate.inits.filter((i) => !missing.includes(i)).join(', ')}: kept in ${store?.dir} from an earlier invocation`);
+  console.log(`pretraining: ${((performance.now() - t0) / 60000).toFixed(1)} min`);
+  const critics = s.gate.inits.map((init) => ({ init, dir: dirOf(init) }));
+  const gateJobs: GateJob[] = PAPER_VARIANTS.flatMap((v) => s.gate.seeds.map((seed) => ({ kind: 'gate' as const, variant: v.name, seed, epochs: s.epochs, critics, budget: s.gate })));
   const gate: GateRow[] = [];
+  const tGate = performance.now();
   await pool(gateJobs, workers, (a) => {
     if (a.kind !== 'gate') return;
-    gate.push({ variant: a.variant, arm: a.arm, seed: a.seed, result: a.result });
-    cpu.push(a.cpuSeconds ?? 0);
-    process.stderr.write(`paper: gate ${a.variant} ${a.arm}: EV ${a.result.explainedVariance.map(f3).join(' → ')} (${a.result.seconds.toFixed(0)} s)\n`);
+    gate.push(...a.result);
+    cpu.gate += a.cpuSeconds ?? 0;
+    for (const r of a.result) process.stderr.write(`paper: gate ${r.variant} init ${r.init} seed ${r.seed}: EV ${r.result.gateEV.map(f3).join(' → ')} (${r.result.seconds.toFixed(0)} s)\n`);
   });
-  gate.sort((a, b) => PAPER_VARIANTS.findIndex((v) => v.name === a.variant) - PAPER_VARIANTS.findIndex((v) => v.name === b.variant) || a.arm.localeCompare(b.arm));
-  printGateTable(gate, CRITIC_LR, CRITIC_BATCH);
-  return { gate, dir, cpu };
+  const order = (r: GateRow) => PAPER_VARIANTS.findIndex((v) => v.name === r.variant);
+  gate.sort((a, b) => order(a) - order(b) || a.init - b.init || a.seed - b.seed);
+  console.log('');
+  for (const line of gateReport(gate, { lr: CRITIC_LR, batch: CRITIC_BATCH, target: s.gate.target, vocabOrder: vocab })) console.log(line);
+  console.log(`gate fits: ${((performance.now() - tGate) / 60000).toFixed(1)} min on ${workers} workers`);
+  return { gate, dir: dirOf(s.gate.inits[0]), cpu };
 }
 
 /** `npm run bench -- critic-fit`: pretraining (gate seed only) and the gate. Returns whether it passed. */
@@ -155,7 +170,11 @@ export async function benchCriticFit(options: { quick?: boolean } = {}): Promise
   const s = options.quick ? QUICK : FULL;
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-critic-fit-'));
   try {
-    return gatePasses((await pretrainAndGate(s, scratch)).gate);
+    const t0 = performance.now();
+    const { gate, cpu } = await pretrainAndGate(s, scratch);
+    const workers = workerCount();
+    console.log(`wall time ${((performance.now() - t0) / 60000).toFixed(1)} min; CPU time: pretraining ${cpu.pretrain.toFixed(0)} s, gate ${cpu.gate.toFixed(0)} s: about ${((cpu.pretrain + cpu.gate) / workers / 60).toFixed(1)} min on ${workers} idle workers`);
+    return gatePasses(gate);
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });
   }
@@ -200,7 +219,7 @@ export async function benchPaper(options: PaperOptions = {}): Promise<string | n
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-paper-'));
   const out = options.out ?? (options.quick ? path.join(scratch, 'store') : defaultPaperDir());
   try {
-    const store = PaperStore.open(out, { epochs: s.epochs, segments: s.segments, pretrain: s.pretrain }, { resume: options.resume === true });
+    const store = PaperStore.open(out, { epochs: s.epochs, segments: s.segments, pretrain: s.pretrain, vocab: benchVocabOrder() }, { resume: options.resume === true });
     console.log(`\n## The paper's comparison in miniature (hidden-cue relay; ${s.claimSeeds.length} paired seeds for the claim's sparse arms, ${s.seeds.length} elsewhere; ${s.epochs} actor-critic epochs; ${workerCount()} workers; work kept in ${out}${options.quick ? '; QUICK form: figures for checking only' : ''})`);
     const { gate, dir, cpu } = await pretrainAndGate(s, scratch, store);
     const passed = gatePasses(gate);
@@ -227,8 +246,8 @@ export async function benchPaper(options: PaperOptions = {}): Promise<string | n
     console.log(`\nplot: ${png}${options.quick && options.out === undefined ? ' (QUICK: removed with its temporary folder)' : ''}; runs ${runMin.toFixed(1)} min; wall time ${((performance.now() - t0) / 60000).toFixed(1)} min`);
     // CPU time does not grow with the machine's load, so it predicts the wall time on idle cores.
     const runCpu = results.reduce((a, r) => a + (r.cpuSeconds ?? 0), 0);
-    const idle = ((cpu[0] ?? 0) + (cpu.slice(1).reduce((a, b) => a + b, 0) + runCpu) / workerCount()) / 60;
-    console.log(`CPU time of every run in ${out} (all invocations): pretraining ${(store.pretrained()?.seconds ?? 0).toFixed(0)} s, this invocation's gate ${cpu.slice(1).reduce((a, b) => a + b, 0).toFixed(0)} s, runs ${runCpu.toFixed(0)} s (evaluation ${results.reduce((a, r) => a + r.result.evalCpuSeconds, 0).toFixed(0)} s): about ${idle.toFixed(1)} min on ${workerCount()} idle workers`);
+    const idle = (cpu.pretrain + cpu.gate + runCpu) / workerCount() / 60;
+    console.log(`CPU time: pretraining ${cpu.pretrain.toFixed(0)} s (this invocation), gate ${cpu.gate.toFixed(0)} s (this invocation), runs ${runCpu.toFixed(0)} s (every run in ${out}, all invocations; evaluation ${results.reduce((a, r) => a + r.result.evalCpuSeconds, 0).toFixed(0)} s): about ${idle.toFixed(1)} min on ${workerCount()} idle workers`);
     return png;
   } finally {
     fs.rmSync(scratch, { recursive: true, force: true });

@@ -1,8 +1,8 @@
 /**
  * Episodes of the hidden-cue relay (envs/hidden-cue/relay.ts) played by a fixed behaviour policy,
  * as the critic reads them: the paper bench pretrains its critics on their text (next-token
- * prediction, bench/critic-pretrain.ts) and the critic-fit gate regresses on their returns
- * (bench/critic-fit.ts). No model is involved: the words are drawn directly.
+ * prediction, bench/critic-pretrain.ts). No model is involved: the words are drawn directly. (The
+ * critic-fit gate plays the run's own actors instead, bench/actor-episodes.ts.)
  *
  * Behaviour policy, per agent and turn: with probability 0.6 it answers its own cue, in the agreed
  * slot with probability 0.8 once a slot is agreed (else either slot); otherwise one of the 9 words

@@ -4,7 +4,7 @@
  * $COMLRL_TORCH_BENCH) on the same checkpoint, in the same run, in float32 and in bfloat16, with
  * the ratios. Sections: model, rewards, CoopHE, MAGRPO step, CoLLM-CC item; long ones only when
  * named: `paper` (the CoLLM comparison in miniature, bench/paper.ts; `--quick` for its short
- * form), `critic-fit` (its gate: can the critic read its input, bench/critic-fit.ts), `configs`, `memory` (bench/memory.ts),
+ * form), `critic-fit` (its gate: does the critic learn its run's on-policy values, bench/critic-gate.ts; $COMLRL_CRITIC_VOCAB_ORDER picks the critic vocabulary's order), `configs`, `memory` (bench/memory.ts),
  * `capacity` (bench/capacity.ts), `offload` (a frozen base's layers in host memory against on the
  * backend, bench/offload.ts), `profile-torch` (the bench model's time per kernel on the torch
  * backend, bench/profile-torch.ts).

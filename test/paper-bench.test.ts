@@ -1,16 +1,20 @@
 /**
  * The paper bench's pieces (bench/paper*.ts, bench/critic-*.ts): the bootstrap interval and the
  * evaluation schedule on hand cases, the budgets, the blind critic's input, next-token
- * pretraining, and the critic-fit gate on a tiny budget.
+ * pretraining, the gate's per-turn explained variance on hand cases, and the critic-fit gate's
+ * plumbing on its quick budget.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
 import type { CriticLM } from '../src/critic/value-model.js';
 import { centralizedCriticText } from '../src/critic/inputs.js';
 import { bootstrapMean, curveArea, evalItems, pairedTInterval, studentTCdf, studentTQuantile } from '../bench/paper-stats.js';
-import { acBudget, blindText, criticStepsPerRun, CRITIC_WORDS, magrpoTasks, PAPER_VARIANTS, treeCompletions } from '../bench/paper-runs.js';
+import { explainedVariance } from '../src/buffer/targets.js';
+import { acBudget, blindText, criticStepsPerRun, criticWords, CRITIC_WORDS, magrpoTasks, PAPER_VARIANTS, treeCompletions, type PaperVariant } from '../bench/paper-runs.js';
 import { criticTextSource, pretrainCritic } from '../bench/critic-pretrain.js';
-import { fitCritic, gatePasses, GATE_EV, type GateRow } from '../bench/critic-fit.js';
+import { gateFits, GATE_EV, GATE_QUICK, gatePasses, gateReport, gateVerdicts, type GateCritic, type GateRow } from '../bench/critic-gate.js';
+import { perTurnExplainedVariance, spreadOf, withinTurnExplainedVariance } from '../bench/turn-ev.js';
+import { ceilingOf } from '../bench/critic-fit.js';
 import { tinyCritic } from './collm-helpers.js';
 import { tempDir } from './magrpo-helpers.js';
 
@@ -116,17 +120,136 @@ describe('critic pretraining and the critic-fit gate (tiny budgets)', () => {
     // The numbers a word tokenizer splits off: 0.0625 is 0 . 0625; (max 1); ends in one word ');'.
     for (const w of ['25', '75', '0625', ');']) expect(CRITIC_WORDS).toContain(w);
   });
+});
 
-  it('the gate measures held-out EV at its checkpoints and passes only at EV ≥ 0.5', async () => {
-    const r = await fitCritic({ horizon: 2, payment: 'sparse', critic: lm, steps: 4, batch: 4, lr: 1e-2, seed: 1, heldOut: 16, checkpoints: [0, 2] });
-    expect(r.at).toEqual([0, 2, 4]);
-    expect(r.explainedVariance).toHaveLength(3);
-    for (const e of r.explainedVariance) expect(Number.isFinite(e)).toBe(true);
-    expect(r.tokens).toBeGreaterThan(10);
-    const row = (arm: GateRow['arm'], ev: number): GateRow => ({ variant: 'v', arm, seed: 1, result: { at: [0, 4], explainedVariance: [0, ev], tokens: 1, seconds: 0 } });
-    expect(gatePasses([row('pretrained', GATE_EV), row('random', 0)])).toBe(true);
-    expect(gatePasses([row('pretrained', 0.6), row('pretrained', 0.49)])).toBe(false);
-    expect(gatePasses([row('random', 0.9)])).toBe(false); // the pretrained critic is the one gated
-    expect(gatePasses([row('pretrained', 0.5), { ...row('pretrained', 0.9), result: { ...row('pretrained', 0).result, explainedVariance: [0.9, 0.1] } }])).toBe(false); // the last checkpoint counts
+describe('the gate\'s figure: explained variance within turns', () => {
+  // Turn 0: y = [10, 0], V = [0, 10] (left out of the gate's figure, t ≥ 1).
+  // Turn 1: y = [0, 2], V = [0, 1]: e = [0, 1]; Σ(y − ȳ)² = 2, Σ(e − ē)² = 0.5; EV 1 − 0.5/2 = 0.75.
+  // Turn 2: y = [2, 6], V = [4, 4]: e = [−2, 2]; Σ(y − ȳ)² = 8, Σ(e − ē)² = 8; EV 0.
+  // Pooled within turns, t ≥ 1: 1 − (0.5 + 8)/(2 + 8) = 0.15 (the mean of the per-turn figures, 0.375,
+  // would weigh turn 1's small variance as much as turn 2's).
+  const rows = { turns: [0, 0, 1, 1, 2, 2], targets: [10, 0, 0, 2, 2, 6], predictions: [0, 10, 0, 1, 4, 4] };
+
+  it('per turn and pooled within turns over t ≥ 1: hand cases', () => {
+    expect([...perTurnExplainedVariance(rows)]).toEqual([
+      [0, -3],
+      [1, 0.75],
+      [2, 0],
+    ]);
+    expect(withinTurnExplainedVariance(rows)).toBeCloseTo(0.15, 12);
+    expect(withinTurnExplainedVariance({ ...rows, targets: [1, 1, 1, 1, 1, 1] })).toBeNaN();
   });
+
+  it('a per-turn constant scores 0 within turns, while the pooled figure credits it for the turn index', () => {
+    // Turns 1 and 2 of the rows above, each predicted by its mean (1 and 4): e = [−1, 1, −2, 2].
+    // Pooled over both turns: ȳ = 2.5, Σ(y − ȳ)² = 6.25 + 0.25 + 0.25 + 12.25 = 19, Σe² = 10: EV 9/19.
+    const constant = { turns: [1, 1, 2, 2], targets: [0, 2, 2, 6], predictions: [1, 1, 4, 4] };
+    expect(withinTurnExplainedVariance(constant)).toBe(0);
+    expect(explainedVariance(constant.predictions, constant.targets)).toBeCloseTo(9 / 19, 12);
+  });
+
+  it('the ceiling: what the true values would score against noisy targets', () => {
+    // Turn 1: values [0, 2] (spread Σ(y − ȳ)² = 2), each with sampling variance 0.1: 1 − 0.2/2 = 0.9.
+    // Turn 0 rows are left out, as in the gate's figure.
+    const row = (turn: number, value: number, noise: number) => ({ turn, value, noise });
+    expect(ceilingOf([row(0, 5, 3), row(1, 0, 0.1), row(1, 2, 0.1)])).toBeCloseTo(0.9, 12);
+    expect(ceilingOf([row(1, 1, 0.1), row(1, 1, 0.1)])).toBeNaN();
+  });
+
+  it('spread and verdicts: mean − 2·SE against the bar', () => {
+    // [0.4, 0.6]: mean 0.5, sample SD √(0.02/1) = 0.1414, SE 0.1414/√2 = 0.1.
+    const s = spreadOf([0.4, 0.6]);
+    expect(s.mean).toBeCloseTo(0.5, 12);
+    expect(s.se).toBeCloseTo(0.1, 12);
+    expect([s.min, s.max, s.n]).toEqual([0.4, 0.6, 2]);
+    expect(spreadOf([0.3]).se).toBe(0);
+    const row = (variant: string, init: number, seed: number, ev: number, ceiling = 0.9): GateRow => ({
+      variant,
+      init,
+      seed,
+      result: { at: [0, 1], gateEV: [0, ev], perTurnEV: [0, ev], pooledEV: ev, ceiling, baseline: { gateEV: 0, pooledEV: 0.2 }, steps: 1, tokens: 1, seconds: 0 },
+    });
+    const steady = [1, 2, 3].flatMap((seed) => [0, 1].map((init) => row('a', init, seed, 0.6)));
+    expect(gateVerdicts(steady)[0].verdict).toBe('pass'); // SE 0: mean 0.6 ≥ 0.5
+    // Mean 0.55 but SE = √(0.25·6/5)/√6 ≈ 0.2236: mean − 2·SE < 0.5.
+    const noisy = [1, 2, 3].flatMap((seed) => [0, 1].map((init) => row('b', init, seed, init === 0 ? 1.05 : 0.05)));
+    const v = gateVerdicts(noisy)[0];
+    expect(v.spread.mean).toBeCloseTo(0.55, 12);
+    expect(v.verdict).toBe('fail');
+    expect(v.byInit.get(0)?.mean).toBeCloseTo(1.05, 12);
+    expect(gatePasses(steady)).toBe(true);
+    expect(gatePasses([...steady, ...noisy])).toBe(false); // every variant must pass
+    expect(gatePasses([])).toBe(false);
+    // Values that barely vary within turns (ceiling < 0.5): the variant is not gated either way.
+    const flat = [1, 2, 3].map((seed) => row('c', 0, seed, -3, 0.05));
+    expect(gateVerdicts(flat)[0].verdict).toBe('not gated');
+    expect(gateVerdicts(flat)[0].ceiling).toBeCloseTo(0.05, 12);
+    expect(gatePasses([...steady, ...flat])).toBe(true);
+    expect(gatePasses(flat)).toBe(false); // nothing gated
+    expect(GATE_EV).toBe(0.5);
+  });
+
+  it('the two vocabulary orders hold the same words in different orders (5b1078f moved `);`)', () => {
+    const pre = criticWords('pre-5b1078f');
+    expect([...pre].sort()).toEqual([...CRITIC_WORDS].sort());
+    expect(pre.indexOf(');')).toBe(pre.indexOf('9') + 1);
+    expect(CRITIC_WORDS.indexOf(');')).toBeGreaterThan(CRITIC_WORDS.indexOf('9') + 1);
+    expect(criticWords('bench')).toBe(CRITIC_WORDS);
+  });
+});
+
+describe('the critic-fit gate on its quick budget (plumbing)', () => {
+  let cleanup: () => Promise<void>;
+  let dir: string;
+  beforeAll(async () => {
+    setBackendLogger(null);
+    await initBackend('wasm');
+    ({ dir, cleanup } = await tempDir('critic-gate'));
+  });
+  afterAll(async () => {
+    await cleanup();
+  });
+
+  /** Two critic inits, each in its own vocabulary order, fresh for each seed (a fit trains its LM in place; small critics: the plumbing, not the fit). */
+  const freshCritics = async (seed: number): Promise<GateCritic[]> => [
+    { init: 0, lm: await tinyCritic(dir, `s${seed}-i0`, 10, criticWords('bench'), { hiddenSize: 16, numLayers: 1 }) },
+    { init: 1, lm: await tinyCritic(dir, `s${seed}-i1`, 1010, criticWords('pre-5b1078f'), { hiddenSize: 16, numLayers: 1 }) },
+  ];
+
+  it('fits seeds × inits on the run\'s schedule and prints per-turn EVs, the mean with its spread and the verdict', async () => {
+    const variant: PaperVariant = { name: 'sparse H=2', horizon: 2, payment: 'sparse' };
+    const rows: GateRow[] = [];
+    for (const seed of GATE_QUICK.seeds) {
+      const critics = await freshCritics(seed);
+      rows.push(...(await gateFits(variant, seed, 1, critics, GATE_QUICK, dir)));
+      for (const c of critics) c.lm.model.dispose();
+    }
+    expect(rows.map((r) => [r.seed, r.init])).toEqual([
+      [1, 0],
+      [1, 1],
+      [2, 0],
+      [2, 1],
+      [3, 0],
+      [3, 1],
+    ]);
+    for (const r of rows) {
+      // One flush: the run's schedule is 2 turn groups × 16/8 minibatches × 2 update epochs.
+      expect(r.result.steps).toBe(criticStepsPerRun(2, 1));
+      expect(r.result.at).toEqual([0, 1]);
+      expect(r.result.gateEV).toHaveLength(2);
+      expect(r.result.perTurnEV).toHaveLength(2);
+      for (const e of [...r.result.gateEV, ...r.result.perTurnEV, r.result.pooledEV, r.result.baseline.pooledEV]) expect(Number.isFinite(e)).toBe(true);
+      expect(r.result.ceiling).toBeLessThanOrEqual(1);
+      expect(r.result.baseline.gateEV).toBeCloseTo(0, 10);
+      expect(r.result.tokens).toBeGreaterThan(10);
+    }
+    // Same seed, same histories: the two inits' fits start from different critics.
+    expect(rows[0].result.gateEV[0]).not.toBe(rows[1].result.gateEV[0]);
+    const lines = gateReport(rows, { lr: 3e-3, batch: 8, target: 'mc', vocabOrder: 'bench' });
+    const text = lines.join('\n');
+    expect(lines.filter((l) => l.startsWith('| sparse H=2 | '))).toHaveLength(7); // 6 fits + the verdict row
+    expect(text).toMatch(/\| sparse H=2 \| -?\d\.\d{3} ± \d\.\d{3} \[-?\d\.\d{3}, -?\d\.\d{3}\] \(n = 6\) \| init 0: .* · init 1: .* \| -?\d\.\d{3} \| -?\d\.\d{3} \| (pass|fail|not gated) \|/);
+    expect(lines[lines.length - 1]).toMatch(/^gate: (PASSED|FAILED)$/);
+    expect(lines[lines.length - 1]).toBe(`gate: ${gatePasses(rows) ? 'PASSED' : 'FAILED'}`);
+  }, 60_000);
 });

@@ -9,7 +9,7 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { PaperStore, runFileName, type StoredRun } from '../bench/paper-store.js';
 import { runJobs, FULL, QUICK, seedsOf } from '../bench/paper.js';
 
-const budget = { epochs: 24, segments: 4, pretrain: { steps: 10, batch: 2, lr: 1e-2 } };
+const budget = { epochs: 24, segments: 4, pretrain: { steps: 10, batch: 2, lr: 1e-2 }, vocab: 'bench' };
 let dirs: string[] = [];
 const fresh = () => {
   const d = fs.mkdtempSync(path.join(os.tmpdir(), 'paper-store-'));
@@ -39,13 +39,14 @@ describe('paper bench store', () => {
     const a = PaperStore.open(dir, budget, { resume: false });
     expect(a.has(run('cc-pre', 1, 0.5))).toBe(false);
     a.save(run('cc-pre', 1, 0.5));
-    a.markPretrained({ firstLoss: 3, lastLoss: 1, seconds: 9 });
+    a.markPretrained(0, { firstLoss: 3, lastLoss: 1, seconds: 9 });
     a.setChoice('lambda', 0.8, 'best mean AUC on held-out seeds');
     const b = PaperStore.open(dir, budget, { resume: true });
     expect(b.has(run('cc-pre', 1, 0))).toBe(true);
     expect(b.has(run('cc-pre', 2, 0))).toBe(false);
     expect(b.runs().map((r) => r.result.curve[1])).toEqual([0.5]);
-    expect(b.pretrained()).toEqual({ firstLoss: 3, lastLoss: 1, seconds: 9 });
+    expect(b.pretrained(0)).toEqual({ firstLoss: 3, lastLoss: 1, seconds: 9 });
+    expect(b.pretrained(1)).toBeNull();
     expect(b.choice('lambda')).toBe(0.8);
     expect(b.choice('other')).toBeNull();
     // Written whole: no temporary file is left beside the run.
@@ -57,6 +58,7 @@ describe('paper bench store', () => {
     PaperStore.open(dir, budget, { resume: false }).save(run('cc-pre', 1, 0.5));
     expect(() => PaperStore.open(dir, budget, { resume: false })).toThrow(/already holds a bench's runs: pass --resume/);
     expect(() => PaperStore.open(dir, { ...budget, epochs: 8 }, { resume: true })).toThrow(/was run with epochs 24, this bench uses 8/);
+    expect(() => PaperStore.open(dir, { ...budget, vocab: 'pre-5b1078f' }, { resume: true })).toThrow(/was run with vocab bench, this bench uses pre-5b1078f/);
     expect(() => PaperStore.open(dir, { ...budget, pretrain: { steps: 11, batch: 2, lr: 1e-2 } }, { resume: true })).toThrow(/pretrained its critic with/);
     const other = fresh();
     fs.mkdirSync(other);

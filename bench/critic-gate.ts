@@ -1,0 +1,164 @@
+/**
+ * `npm run bench -- critic-fit`: the paper bench's gate. Can CoLLM-CC's critic learn the value of
+ * the histories its training run shows it, within that run's critic updates? Each fit
+ * (bench/critic-fit.ts) trains the pretrained critic with a fresh value head on on-policy episodes
+ * of the run's actors, with the run's own update schedule (the CoLLM-CC arm's config: flushes,
+ * minibatches, update epochs, learning rate, value_loss_coef, value clip), and measures on
+ * held-out histories of the same actors the explained variance within turns, over the turns
+ * t ≥ 1 (bench/turn-ev.ts: a per-turn constant scores 0, so the turn index earns nothing).
+ *
+ * The gate fits every variant for {@link GateBudget.seeds} seeds (actors, value head, sampling,
+ * minibatch order) × {@link GateBudget.inits} critic initialisations (the pretrained checkpoint's
+ * init seed before pretraining: the weights a vocabulary order also moves). A variant passes when
+ * the mean of its seeds × inits figures, less two standard errors, is ≥ {@link GATE_EV}; the gate
+ * passes when every variant does that is gated: one whose held-out values vary within turns well
+ * beyond their sampling noise ({@link CEILING_FLOOR}). A per-turn-constant baseline (each turn's mean training return)
+ * is printed beside each figure: 0 by construction here, and what the old pooled EV gave it.
+ */
+import type { CriticLM } from '../src/critic/value-model.js';
+import { HiddenCueRelayEnv } from '../envs/hidden-cue/relay.js';
+import { parseCoLLMCCConfig } from '../trainers/collm/config.js';
+import { fitOnPolicy, onPolicyData, type CriticFitResult, type GateTarget, type OnPolicyBudget } from './critic-fit.js';
+import { ACTOR_SAMPLING, actorCriticConfig, PAPER_ARMS, paperActors, trainTasks, type PaperArm, type PaperVariant } from './paper-runs.js';
+import { spreadOf, type Spread } from './turn-ev.js';
+
+/** The mean − 2·SE bar of a variant's gate figure. */
+export const GATE_EV = 0.5;
+
+/** The gate's budget. */
+export interface GateBudget {
+  /** Run seeds (1, 2, 3: the bench's first seeds). */
+  readonly seeds: readonly number[];
+  /** Init seeds of the pretrained critic (0: the checkpoint the bench's runs use). */
+  readonly inits: readonly number[];
+  /** Held-out episodes per seed (every turn a row). */
+  readonly heldOutEpisodes: number;
+  /** Continuations per held-out history for its value. */
+  readonly continuations: number;
+  /** What the critic regresses on. */
+  readonly target: GateTarget;
+}
+
+/** The full gate's budget: 3 seeds × 2 inits, 64 held-out episodes with 16 continuations each. */
+export const GATE_FULL: GateBudget = { seeds: [1, 2, 3], inits: [0, 1], heldOutEpisodes: 64, continuations: 16, target: 'mc' };
+/** `--quick`: the same seeds × inits, few held-out rows (for checking the plumbing; its figures mean little). */
+export const GATE_QUICK: GateBudget = { seeds: [1, 2, 3], inits: [0, 1], heldOutEpisodes: 8, continuations: 4, target: 'mc' };
+
+/** The arm whose critic the gate fits: CoLLM-CC with the pretrained critic. */
+export const GATE_ARM: PaperArm = PAPER_ARMS.find((a) => a.id === 'cc-pre') as PaperArm;
+
+/** One fit: a variant, a critic init, a run seed. */
+export interface GateRow {
+  readonly variant: string;
+  readonly init: number;
+  readonly seed: number;
+  readonly result: CriticFitResult;
+}
+
+/** A pretrained critic of one init. */
+export interface GateCritic {
+  readonly init: number;
+  readonly lm: CriticLM;
+}
+
+/**
+ * Every init's fit on one variant and seed: the seed's actors play the histories once, then each
+ * critic fits them. `epochs` = the run's epochs (flushes); `scratch` holds the actors' checkpoints.
+ */
+export async function gateFits(variant: PaperVariant, seed: number, epochs: number, critics: readonly GateCritic[], budget: Pick<GateBudget, 'heldOutEpisodes' | 'continuations' | 'target'>, scratch: string): Promise<GateRow[]> {
+  const h = variant.horizon;
+  const config = parseCoLLMCCConfig(actorCriticConfig(GATE_ARM, h, seed, epochs));
+  const agents = await paperActors(scratch, `gate-${variant.payment}${h}-s${seed}`, seed);
+  try {
+    const env = new HiddenCueRelayEnv({ numTurns: h, payment: variant.payment });
+    const plan: OnPolicyBudget = { flushes: epochs, heldOutEpisodes: budget.heldOutEpisodes, continuations: budget.continuations };
+    const data = await onPolicyData(env, agents, trainTasks(h), plan, ACTOR_SAMPLING, config.discount, seed);
+    const rows: GateRow[] = [];
+    for (const c of critics) rows.push({ variant: variant.name, init: c.init, seed, result: await fitOnPolicy(c.lm, agents, data, { config, target: budget.target }) });
+    return rows;
+  } finally {
+    for (const a of agents) a.model.dispose();
+  }
+}
+
+/** The last gate figure of a fit. */
+export const finalGateEV = (r: GateRow): number => r.result.gateEV[r.result.gateEV.length - 1];
+
+/**
+ * A variant is gated only where its held-out values vary within turns beyond their sampling noise:
+ * mean ceiling ≥ this. Where they do not (the dense relay under the init actors: past turns are
+ * paid already and the actors barely react to the history, so every history of a turn has nearly
+ * one value), the within-turn figure divides by noise and says nothing about the critic.
+ */
+export const CEILING_FLOOR = 0.5;
+
+/** One variant's verdict. */
+export interface VariantVerdict {
+  readonly variant: string;
+  /** The final gate figures over seeds × inits. */
+  readonly spread: Spread;
+  /** Per init, over seeds. */
+  readonly byInit: ReadonlyMap<number, Spread>;
+  /** Mean {@link CriticFitResult.ceiling} over the fits. */
+  readonly ceiling: number;
+  /** `pass`: mean − 2·SE ≥ {@link GATE_EV}; `fail` otherwise (NaN figures fail); `not gated`: ceiling below {@link CEILING_FLOOR}. */
+  readonly verdict: 'pass' | 'fail' | 'not gated';
+}
+
+/** The verdict of each variant, in the order they first appear in `rows`. */
+export function gateVerdicts(rows: readonly GateRow[]): VariantVerdict[] {
+  const names = [...new Set(rows.map((r) => r.variant))];
+  return names.map((variant) => {
+    const mine = rows.filter((r) => r.variant === variant);
+    const spread = spreadOf(mine.map(finalGateEV));
+    const inits = [...new Set(mine.map((r) => r.init))].sort((a, b) => a - b);
+    const byInit = new Map(inits.map((i) => [i, spreadOf(mine.filter((r) => r.init === i).map(finalGateEV))]));
+    const ceiling = spreadOf(mine.map((r) => r.result.ceiling)).mean;
+    const verdict = !(ceiling >= CEILING_FLOOR) ? 'not gated' : spread.mean - 2 * spread.se >= GATE_EV ? 'pass' : 'fail';
+    return { variant, spread, byInit, ceiling, verdict };
+  });
+}
+
+/** Whether the gate passes: every gated variant passes (and one is gated). */
+export function gatePasses(rows: readonly GateRow[]): boolean {
+  const gated = gateVerdicts(rows).filter((x) => x.verdict !== 'not gated');
+  return gated.length > 0 && gated.every((x) => x.verdict === 'pass');
+}
+
+const f3 = (x: number) => (Number.isNaN(x) ? 'NaN' : x.toFixed(3));
+
+/** What the report's heading states. */
+export interface GateReportContext {
+  readonly lr: number;
+  readonly batch: number;
+  readonly target: GateTarget;
+  /** The critic vocabulary's order (bench/paper-runs.ts `CRITIC_VOCAB_ORDERS`). */
+  readonly vocabOrder: string;
+}
+
+/** The gate's report: one line per fit, one per variant's verdict, the gate's verdict last. */
+export function gateReport(rows: readonly GateRow[], c: GateReportContext): string[] {
+  const out: string[] = [];
+  out.push(
+    `## Critic-fit gate: does CoLLM-CC's critic learn the value of its run's on-policy histories? (the run's schedule: lr ${c.lr}, minibatches of ${c.batch}; ${c.target === 'mc' ? 'Monte-Carlo return' : 'one-step TD'} targets; vocabulary order ${c.vocabOrder}; figure: held-out explained variance within turns, t ≥ 1; pass: mean − 2·SE ≥ ${GATE_EV} on every variant whose held-out ceiling is ≥ ${CEILING_FLOOR})`,
+  );
+  out.push('');
+  out.push('| variant | init | seed | steps | gate EV at flushes | per-turn EV, t = 0 … H−1 | pooled EV (old) | per-turn constant: gate EV · pooled EV | ceiling | seconds |');
+  out.push('|---|---|---|---|---|---|---|---|---|---|');
+  for (const r of rows) {
+    const x = r.result;
+    const at = x.at.map((f, i) => `${f}: ${f3(x.gateEV[i])}`).join(' · ');
+    out.push(`| ${r.variant} | ${r.init} | ${r.seed} | ${x.steps} | ${at} | ${x.perTurnEV.map(f3).join(' ')} | ${f3(x.pooledEV)} | ${f3(x.baseline.gateEV)} · ${f3(x.baseline.pooledEV)} | ${f3(x.ceiling)} | ${x.seconds.toFixed(0)} |`);
+  }
+  out.push('');
+  out.push('| variant | gate EV, mean ± SE [min, max] over seeds × inits | per init: mean [min, max] | mean − 2·SE | ceiling | verdict |');
+  out.push('|---|---|---|---|---|---|');
+  for (const v of gateVerdicts(rows)) {
+    const s = v.spread;
+    const inits = [...v.byInit].map(([i, b]) => `init ${i}: ${f3(b.mean)} [${f3(b.min)}, ${f3(b.max)}]`).join(' · ');
+    out.push(`| ${v.variant} | ${f3(s.mean)} ± ${f3(s.se)} [${f3(s.min)}, ${f3(s.max)}] (n = ${s.n}) | ${inits} | ${f3(s.mean - 2 * s.se)} | ${f3(v.ceiling)} | ${v.verdict} |`);
+  }
+  out.push('');
+  out.push(`gate: ${gatePasses(rows) ? 'PASSED' : 'FAILED'}`);
+  return out;
+}
