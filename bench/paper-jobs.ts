@@ -46,6 +46,8 @@ export interface RunJob {
   readonly epochs: number;
   readonly segments: number;
   readonly pretrainedDir: string;
+  /** The λ of an arm whose λ is `chosen` (the sweep's choice). */
+  readonly lambda?: number;
 }
 
 export type PaperJob = PretrainJob | GateJob | RunJob;
@@ -94,7 +96,7 @@ export async function runJob(job: PaperJob, scratch: string): Promise<PaperAnswe
   }
   const arm = PAPER_ARMS.find((a) => a.id === job.arm);
   if (!arm) throw new Error(`paper bench: unknown arm '${job.arm}'`);
-  const result = await paperRun({ arm, variant: variantOf(job.variant), seed: job.seed, epochs: job.epochs, segments: job.segments, dir: scratch, pretrainedDir: job.pretrainedDir });
+  const result = await paperRun({ arm, variant: variantOf(job.variant), seed: job.seed, epochs: job.epochs, segments: job.segments, dir: scratch, pretrainedDir: job.pretrainedDir, lambda: job.lambda });
   return { ...job, result };
 }
 

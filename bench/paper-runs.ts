@@ -119,6 +119,9 @@ export function benchVocabOrder(): CriticVocabOrder {
   return order;
 }
 
+/** The λ values the sweep tries on held-out seeds before the `cc-pre-lambda` arm runs with the best. */
+export const LAMBDA_SWEEP: readonly number[] = [0.5, 0.8, 0.95];
+
 /** One arm: a method with its settings. */
 export interface PaperArm {
   readonly id: string;
@@ -134,6 +137,12 @@ export interface PaperArm {
   readonly rawDelta?: boolean;
   /** Run on this payment's variants only (the controls: sparse, where credit must travel back). */
   readonly only?: RelayPayment;
+  /** The critic also reads the relay's numeric m_t (`critic_global_features`: turn/H, score/H, hits/H, slot). */
+  readonly features?: boolean;
+  /** λ-returns (`critic_target: lambda`) with this λ, or the one the sweep chose on held-out seeds (bench/paper.ts). */
+  readonly lambda?: number | 'chosen';
+  /** A sweep arm: run on held-out seeds only, to choose the `chosen` λ; not a comparison arm. */
+  readonly sweep?: boolean;
 }
 
 /** The arms, in table order. The controls (random-init, frozen and blind critics) run on the sparse variants only. */
@@ -146,6 +155,9 @@ export const PAPER_ARMS: readonly PaperArm[] = [
   { id: 'cc-random', label: 'CoLLM-CC, random-init critic', short: 'CC random-init', method: 'collm-cc', critic: 'random', only: 'sparse' },
   { id: 'cc-pre-frozen', label: 'CoLLM-CC, frozen critic (pretrained)', short: 'CC frozen', method: 'collm-cc', critic: 'pretrained', control: 'frozen', only: 'sparse' },
   { id: 'cc-pre-blind', label: 'CoLLM-CC, blind critic (pretrained)', short: 'CC blind', method: 'collm-cc', critic: 'pretrained', control: 'blind', only: 'sparse' },
+  { id: 'cc-pre-mt', label: 'CoLLM-CC, pretrained critic, numeric m_t', short: 'CC numeric m_t', method: 'collm-cc', critic: 'pretrained', features: true },
+  { id: 'cc-pre-lambda', label: 'CoLLM-CC, pretrained critic, λ-returns (λ from the sweep)', short: 'CC λ-returns', method: 'collm-cc', critic: 'pretrained', lambda: 'chosen' },
+  ...LAMBDA_SWEEP.map((lambda): PaperArm => ({ id: `cc-pre-lambda-${lambda}`, label: `CoLLM-CC, pretrained critic, λ = ${lambda} (sweep, held-out seeds)`, short: `CC λ=${lambda} (sweep)`, method: 'collm-cc', critic: 'pretrained', lambda, sweep: true, only: 'sparse' })),
 ];
 
 /** Completions per agent of a MAGRPO tree with K samples per node over H turns: Σ_{t=1..H} K^t. */
@@ -184,6 +196,8 @@ export interface PaperRunOptions {
   readonly dir: string;
   /** The pretrained critic's checkpoint (arms with a pretrained critic). */
   readonly pretrainedDir?: string;
+  /** The λ of an arm whose λ is `chosen`. */
+  readonly lambda?: number;
 }
 
 /** One run's results. */
@@ -193,6 +207,12 @@ export interface PaperRunResult {
   readonly completionsPerAgent: number;
   /** Mean over turns of the critic's explained variance at each flush (actor-critic only). */
   readonly explainedVariance: number[];
+  /**
+   * The critic's explained variance for the Monte-Carlo returns at each flush (`critic/ev_mc/turn_k`,
+   * DC: mean over its agents' critics), mean over turns 2..H, where a critic must carry reward
+   * back (turn 1's return is paid by every later turn alike). Actor-critic only.
+   */
+  readonly evMc?: number[];
   readonly seconds: number;
   /** CPU time of the run (this process), seconds: what a run costs on an idle core, also on a loaded machine. */
   readonly cpuSeconds: number;
@@ -271,8 +291,12 @@ function sharedConfig(h: number, seed: number) {
  * The CoLLM config of an actor-critic arm's run at horizon `h` (the critic-fit gate,
  * bench/critic-gate.ts, takes the run's critic update schedule from it).
  */
-export function actorCriticConfig(arm: PaperArm, h: number, seed: number, epochs: number) {
+export function actorCriticConfig(arm: PaperArm, h: number, seed: number, epochs: number, lambda?: number) {
+  if (arm.lambda !== undefined && (arm.lambda === 'chosen' ? lambda : arm.lambda) === undefined) throw new Error(`paper bench: arm ${arm.id} needs the λ the sweep chose`);
+  const returns = arm.lambda === undefined ? {} : { critic_target: 'lambda' as const, critic_lambda: arm.lambda === 'chosen' ? (lambda as number) : arm.lambda };
   return {
+    ...returns,
+    ...(arm.features === true ? { critic_global_features: true } : {}),
     ...sharedConfig(h, seed),
     num_train_epochs: epochs,
     critic_learning_rate: arm.control === 'frozen' ? 0 : CRITIC_LR,
@@ -283,6 +307,9 @@ export function actorCriticConfig(arm: PaperArm, h: number, seed: number, epochs
     advantage_normalization: arm.rawDelta !== true,
   };
 }
+
+/** A critic's per-turn EV against Monte-Carlo returns: CC's `critic/ev_mc/turn_k`, DC's `agent_i/critic_ev_mc/turn_k`. */
+const EV_MC_KEY = /^(critic\/|agent_\d+\/critic_)ev_mc\/turn_(\d+)$/;
 
 /** Runs one arm on one variant with one seed (see the module comment). */
 export async function paperRun(opts: PaperRunOptions): Promise<PaperRunResult> {
@@ -297,10 +324,16 @@ export async function paperRun(opts: PaperRunOptions): Promise<PaperRunResult> {
     agents.push(...(await paperActors(dir, tag, seed)));
     const env = new HiddenCueRelayEnv({ numTurns: h, payment: variant.payment });
     const ev: number[] = [];
+    const evMc: number[] = [];
     const logger = {
       log: (_step: number, m: Record<string, number>) => {
         const e = Object.entries(m).filter(([k]) => /^turn_\d+\/explained_variance$/.test(k)).map(([, v]) => v);
         if (e.length > 0) ev.push(mean(e));
+        const mc = Object.entries(m).flatMap(([k, v]) => {
+          const turn = EV_MC_KEY.exec(k)?.[2];
+          return turn !== undefined && turn !== '1' ? [v] : [];
+        });
+        if (mc.length > 0) evMc.push(mean(mc));
       },
     };
     const shared = sharedConfig(h, seed);
@@ -317,7 +350,7 @@ export async function paperRun(opts: PaperRunOptions): Promise<PaperRunResult> {
     } else {
       items = epochs * TRAIN_TASKS;
       completions = acBudget(h, epochs);
-      const config = actorCriticConfig(arm, h, seed, epochs);
+      const config = actorCriticConfig(arm, h, seed, epochs, opts.lambda);
       const critic = async (i: number): Promise<CriticLM> => {
         let lm;
         if (arm.critic === 'pretrained') {
@@ -345,7 +378,7 @@ export async function paperRun(opts: PaperRunOptions): Promise<PaperRunResult> {
       evalCpu += cpuSince(c);
     }
     trainer.dispose();
-    return { curve, completionsPerAgent: completions, explainedVariance: ev, seconds: (performance.now() - t0) / 1000, cpuSeconds: cpuSince(cpu0), evalCpuSeconds: evalCpu };
+    return { curve, completionsPerAgent: completions, explainedVariance: ev, evMc, seconds: (performance.now() - t0) / 1000, cpuSeconds: cpuSince(cpu0), evalCpuSeconds: evalCpu };
   } finally {
     for (const a of agents) a.model.dispose();
     for (const c of critics) c.model.dispose();

@@ -83,6 +83,23 @@ export class PaperStore {
     writeWhole(path.join(this.dir, `pretrained-i${init}.json`), JSON.stringify(result) + '\n');
   }
 
+  /** The gate's fits of `variant` and run seed `seed` under `budget` when an earlier invocation made them, else null. */
+  gateRows<R>(variant: string, seed: number, budget: unknown): R[] | null {
+    const f = this.gateFile(variant, seed);
+    if (!fs.existsSync(f)) return null;
+    const kept = JSON.parse(fs.readFileSync(f, 'utf8')) as { budget: unknown; rows: R[] };
+    return JSON.stringify(kept.budget) === JSON.stringify(budget) ? kept.rows : null;
+  }
+
+  /** Keeps the gate's fits of one variant and run seed, with the gate budget they were made under. */
+  saveGateRows(variant: string, seed: number, budget: unknown, rows: readonly unknown[]): void {
+    writeWhole(this.gateFile(variant, seed), JSON.stringify({ budget, rows }) + '\n');
+  }
+
+  private gateFile(variant: string, seed: number): string {
+    return path.join(this.dir, `gate__${variant.replace(/ /g, '-').replace(/=/g, '')}__s${seed}.json`);
+  }
+
   /** A value the bench chose and must keep on a resume (the λ of the sweep), else null. */
   choice(name: string): number | null {
     const f = path.join(this.dir, `choice-${name}.json`);

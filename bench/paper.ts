@@ -43,6 +43,8 @@ export interface PaperSettings {
   readonly claimSeeds: readonly number[];
   /** Seeds of every other run. */
   readonly seeds: readonly number[];
+  /** Held-out seeds of the λ sweep (never among the comparison's seeds). */
+  readonly sweepSeeds: readonly number[];
   /** Actor-critic epochs of 16 episodes (the budget: epochs × 16 × H completions per agent). */
   readonly epochs: number;
   /** Evaluations at 0, 1/segments, …, 1 of each method's budget. */
@@ -55,17 +57,25 @@ export interface PaperSettings {
 const seedRange = (n: number) => Array.from({ length: n }, (_, i) => i + 1);
 
 /** The full bench: 24 epochs; 10 paired seeds where the claim is decided, 5 elsewhere. */
-export const FULL: PaperSettings = { claimSeeds: seedRange(10), seeds: seedRange(5), epochs: 24, segments: 4, pretrain: PRETRAIN_BUDGET, gate: GATE_FULL };
+export const FULL: PaperSettings = { claimSeeds: seedRange(10), seeds: seedRange(5), sweepSeeds: [101, 102, 103, 104, 105], epochs: 24, segments: 4, pretrain: PRETRAIN_BUDGET, gate: GATE_FULL };
 /** `--quick`: one seed and short budgets, to check that everything runs. */
-export const QUICK: PaperSettings = { claimSeeds: [1], seeds: [1], epochs: 2, segments: 2, pretrain: { ...PRETRAIN_BUDGET, steps: 100 }, gate: GATE_QUICK };
+export const QUICK: PaperSettings = { claimSeeds: [1], seeds: [1], sweepSeeds: [101], epochs: 2, segments: 2, pretrain: { ...PRETRAIN_BUDGET, steps: 100 }, gate: GATE_QUICK };
 
 /** The arms whose sparse-payment runs decide the claim (CC against MAGRPO, and against a critic that cannot read the history). */
-export const CLAIM_ARMS: readonly string[] = ['magrpo-k2', 'cc-pre', 'cc-pre-blind'];
+export const CLAIM_ARMS: readonly string[] = ['magrpo-k2', 'cc-pre', 'cc-pre-mt', 'cc-pre-lambda', 'cc-pre-blind'];
 
 /** The seeds an arm runs on a variant. */
 export function seedsOf(s: PaperSettings, arm: string, payment: string): readonly number[] {
+  if (PAPER_ARMS.find((a) => a.id === arm)?.sweep === true) return s.sweepSeeds;
   return payment === 'sparse' && CLAIM_ARMS.includes(arm) ? s.claimSeeds : s.seeds;
 }
+
+/** The CC arms compared with the others in the paired table. */
+const CC_ARMS: readonly (readonly [string, string])[] = [
+  ['cc-pre', 'CC text critic'],
+  ['cc-pre-mt', 'CC numeric m_t'],
+  ['cc-pre-lambda', 'CC λ-returns'],
+];
 
 /** Which part of the bench one invocation runs (every arm and variant when unset). */
 export interface PaperPart {
@@ -125,7 +135,7 @@ function workerCount(): number {
  * into `scratch`) and runs the gate; prints the gate's report. `dir` is init 0's checkpoint (the
  * first of `s.gate.inits`), the one every run starts from.
  */
-async function pretrainAndGate(s: PaperSettings, scratch: string, store: PaperStore | null = null): Promise<{ gate: GateRow[]; dir: string; cpu: { pretrain: number; gate: number } }> {
+async function pretrainAndGate(s: PaperSettings, scratch: string, store: PaperStore | null = null, variants: readonly string[] | undefined = undefined): Promise<{ gate: GateRow[]; dir: string; cpu: { pretrain: number; gate: number } }> {
   const cpu = { pretrain: 0, gate: 0 };
   const workers = workerCount();
   const vocab = benchVocabOrder();
@@ -148,11 +158,16 @@ async function pretrainAndGate(s: PaperSettings, scratch: string, store: PaperSt
   if (missing.length < s.gate.inits.length) console.log(`\npretrained critics of inits ${s.gate.inits.filter((i) => !missing.includes(i)).join(', ')}: kept in ${store?.dir} from an earlier invocation`);
   console.log(`pretraining: ${((performance.now() - t0) / 60000).toFixed(1)} min`);
   const critics = s.gate.inits.map((init) => ({ init, dir: dirOf(init) }));
-  const gateJobs: GateJob[] = PAPER_VARIANTS.flatMap((v) => s.gate.seeds.map((seed) => ({ kind: 'gate' as const, variant: v.name, seed, epochs: s.epochs, critics, budget: s.gate })));
-  const gate: GateRow[] = [];
+  // The variants being run (all unless a part names some); fits a store kept from an earlier invocation are reused.
+  const gated = PAPER_VARIANTS.filter((v) => variants === undefined || variants.includes(v.name));
+  const allGateJobs: GateJob[] = gated.flatMap((v) => s.gate.seeds.map((seed) => ({ kind: 'gate' as const, variant: v.name, seed, epochs: s.epochs, critics, budget: s.gate })));
+  const gate: GateRow[] = allGateJobs.flatMap((j) => (store?.gateRows<GateRow>(j.variant, j.seed, s.gate) ?? []));
+  const gateJobs = allGateJobs.filter((j) => store?.gateRows(j.variant, j.seed, s.gate) == null);
+  if (gateJobs.length < allGateJobs.length) console.log(`gate: ${allGateJobs.length - gateJobs.length} of ${allGateJobs.length} fits are in ${store?.dir} already`);
   const tGate = performance.now();
   await pool(gateJobs, workers, (a) => {
     if (a.kind !== 'gate') return;
+    store?.saveGateRows(a.variant, a.seed, s.gate, a.result);
     gate.push(...a.result);
     cpu.gate += a.cpuSeconds ?? 0;
     for (const r of a.result) process.stderr.write(`paper: gate ${r.variant} init ${r.init} seed ${r.seed}: EV ${r.result.gateEV.map(f3).join(' → ')} (${r.result.seconds.toFixed(0)} s)\n`);
@@ -186,20 +201,51 @@ function checkPart(part: PaperPart): void {
   for (const v of part.variants ?? []) if (!PAPER_VARIANTS.some((x) => x.name === v)) throw new Error(`paper bench: --variants names '${v}', not a variant (${PAPER_VARIANTS.map((x) => x.name).join(', ')})`);
 }
 
-/** The run jobs of a form of the bench (within `part`), the costliest first. */
-export function runJobs(s: PaperSettings, pretrainedDir: string, part: PaperPart = {}): RunJob[] {
+/**
+ * The run jobs of a form of the bench (within `part`), the costliest first: the comparison's arms,
+ * or with `sweep` the λ sweep's arms on their held-out seeds. `lambda` is the sweep's choice, for
+ * the arm that runs with it (left out while it is not known).
+ */
+export function runJobs(s: PaperSettings, pretrainedDir: string, part: PaperPart = {}, options: { sweep?: boolean; lambda?: number | null } = {}): RunJob[] {
   checkPart(part);
   const jobs: RunJob[] = [];
   for (const v of PAPER_VARIANTS) {
     if (part.variants && !part.variants.includes(v.name)) continue;
     for (const arm of PAPER_ARMS) {
       if (part.arms && !part.arms.includes(arm.id)) continue;
+      if ((arm.sweep === true) !== (options.sweep === true)) continue;
       if ((arm.only !== undefined && arm.only !== v.payment) || (arm.method === 'magrpo' && magrpoTasks(arm.k ?? 2, v.horizon, s.epochs) === 0)) continue;
-      for (const seed of seedsOf(s, arm.id, v.payment)) jobs.push({ kind: 'run', arm: arm.id, variant: v.name, seed, epochs: s.epochs, segments: s.segments, pretrainedDir });
+      const lambda = arm.lambda === 'chosen' ? options.lambda : undefined;
+      if (arm.lambda === 'chosen' && (lambda === null || lambda === undefined)) continue;
+      for (const seed of seedsOf(s, arm.id, v.payment)) jobs.push({ kind: 'run', arm: arm.id, variant: v.name, seed, epochs: s.epochs, segments: s.segments, pretrainedDir, ...(lambda == null ? {} : { lambda }) });
     }
   }
   const cost = (j: RunJob) => (PAPER_VARIANTS.find((v) => v.name === j.variant)?.horizon ?? 0) * (j.arm.startsWith('magrpo') ? 1 : 2);
   return jobs.sort((a, b) => cost(b) - cost(a));
+}
+
+/** Runs the jobs `store` does not hold yet, keeping each as it finishes. */
+async function runMissing(all: readonly RunJob[], store: PaperStore, what: string): Promise<void> {
+  const jobs = all.filter((j) => !store.has(j));
+  if (jobs.length < all.length) console.log(`\n${what}: ${all.length - jobs.length} of ${all.length} are in ${store.dir} already: running the other ${jobs.length}.`);
+  let done = 0;
+  await pool(jobs, workerCount(), (a) => {
+    if (a.kind !== 'run') return;
+    store.save(a);
+    done++;
+    process.stderr.write(`paper: ${what} ${done}/${jobs.length} ${a.variant} ${a.arm} seed ${a.seed}: final ${f3(a.result.curve[a.result.curve.length - 1])} (${a.result.seconds.toFixed(0)} s)\n`);
+  });
+}
+
+/** The sweep's λ with the best mean AUC over its runs (every sparse variant and held-out seed), or null when none ran. */
+export function chooseLambda(runs: readonly StoredRun[]): { value: number; why: string } | null {
+  const scored = PAPER_ARMS.filter((a) => a.sweep === true && typeof a.lambda === 'number').flatMap((a) => {
+    const areas = runs.filter((r) => r.arm === a.id).map((r) => curveArea(r.result.curve));
+    return areas.length === 0 ? [] : [{ value: a.lambda as number, area: mean(areas), n: areas.length }];
+  });
+  if (scored.length === 0) return null;
+  const best = scored.reduce((a, b) => (b.area > a.area ? b : a));
+  return { value: best.value, why: `mean AUC over the sweep's runs: ${scored.map((x) => `λ ${x.value}: ${f3(x.area)} (${x.n} runs)`).join(', ')}` };
 }
 
 /** The folder a full bench keeps its work in when `--out` is not given. */
@@ -221,24 +267,25 @@ export async function benchPaper(options: PaperOptions = {}): Promise<string | n
   try {
     const store = PaperStore.open(out, { epochs: s.epochs, segments: s.segments, pretrain: s.pretrain, vocab: benchVocabOrder() }, { resume: options.resume === true });
     console.log(`\n## The paper's comparison in miniature (hidden-cue relay; ${s.claimSeeds.length} paired seeds for the claim's sparse arms, ${s.seeds.length} elsewhere; ${s.epochs} actor-critic epochs; ${workerCount()} workers; work kept in ${out}${options.quick ? '; QUICK form: figures for checking only' : ''})`);
-    const { gate, dir, cpu } = await pretrainAndGate(s, scratch, store);
+    const { gate, dir, cpu } = await pretrainAndGate(s, scratch, store, part.variants);
     const passed = gatePasses(gate);
     if (!passed && !options.quick && process.env.COMLRL_PAPER_IGNORE_GATE !== '1') {
       console.log('\nThe gate failed: the comparison is not reported (COMLRL_PAPER_IGNORE_GATE=1 reports it anyway).');
       process.exitCode = 1;
       return null;
     }
-    const all = runJobs(s, dir, part);
-    const jobs = all.filter((j) => !store.has(j));
-    if (jobs.length < all.length) console.log(`\n${all.length - jobs.length} of this part's ${all.length} runs are in ${out} already: running the other ${jobs.length}.`);
-    let done = 0;
     const tRuns = performance.now();
-    await pool(jobs, workerCount(), (a) => {
-      if (a.kind !== 'run') return;
-      store.save(a);
-      done++;
-      process.stderr.write(`paper: ${done}/${jobs.length} ${a.variant} ${a.arm} seed ${a.seed}: final ${f3(a.result.curve[a.result.curve.length - 1])} (${a.result.seconds.toFixed(0)} s)\n`);
-    });
+    // The λ sweep first: the λ-returns arm runs with the λ whose sweep runs (held-out seeds) have the best mean AUC.
+    const needsLambda = part.arms === undefined || part.arms.includes('cc-pre-lambda');
+    if (needsLambda && store.choice('lambda') === null) {
+      const sweepPart = { ...part, arms: PAPER_ARMS.filter((a) => a.sweep === true).map((a) => a.id) };
+      await runMissing(runJobs(s, dir, sweepPart, { sweep: true }), store, 'λ sweep');
+      const lambda = chooseLambda(store.runs());
+      if (lambda !== null) store.setChoice('lambda', lambda.value, lambda.why);
+    }
+    const lambda = store.choice('lambda');
+    if (lambda !== null) console.log(`\nλ for the λ-returns arm: ${lambda} (the sweep's best mean AUC on held-out seeds ${s.sweepSeeds.join(', ')}; kept in ${out})`);
+    await runMissing(runJobs(s, dir, part, { lambda }), store, 'runs');
     const runMin = (performance.now() - tRuns) / 60000;
     const results = store.runs();
     printTables(s, results, passed);
@@ -257,38 +304,39 @@ export async function benchPaper(options: PaperOptions = {}): Promise<string | n
 type RunAnswer = StoredRun;
 
 function printTables(s: PaperSettings, results: readonly RunAnswer[], passed: boolean): void {
-  console.log(`\n${passed ? '' : '**GATE FAILED: read these figures as unsupported.** '}Final = mean per-turn score of ${EVAL_EPISODES} sampled eval episodes after the whole budget; AUC = the mean of the ${s.segments + 1} evaluations at 0, 1/${s.segments}, …, 1 of each method's budget (trapezoids); critic EV = the trainers' explained variance, mean over turns, at the first → last flush. Mean over seeds [bootstrap 95% interval].\n`);
-  console.log('| variant | method | completions / agent | final | AUC | critic EV, first → last flush |');
-  console.log('|---|---|---|---|---|---|');
+  console.log(`\n${passed ? '' : '**GATE FAILED: read these figures as unsupported.** '}Final = mean per-turn score of ${EVAL_EPISODES} sampled eval episodes after the whole budget; AUC = the mean of the ${s.segments + 1} evaluations at 0, 1/${s.segments}, …, 1 of each method's budget (trapezoids); critic EV = the critic's explained variance for the Monte-Carlo returns in training (\`critic/ev_mc/turn_k\`), mean over turns 2..H, at the first → last flush. Mean over seeds [bootstrap 95% interval]; sweep rows ran on held-out seeds.\n`);
+  console.log('| variant | method | seeds | completions / agent | final | AUC | critic EV vs MC return, first → last flush |');
+  console.log('|---|---|---|---|---|---|---|');
   for (const v of PAPER_VARIANTS) {
     for (const arm of PAPER_ARMS) {
       const runs = results.filter((r) => r.variant === v.name && r.arm === arm.id);
       if (runs.length === 0) {
-        if (arm.method === 'magrpo') console.log(`| ${v.name} | ${arm.label} | – | not run: one tree is ${treeCompletions(arm.k ?? 2, v.horizon)} completions per agent, the budget ${acBudget(v.horizon, s.epochs)} | – | – |`);
+        if (arm.method === 'magrpo') console.log(`| ${v.name} | ${arm.label} | – | – | not run: one tree is ${treeCompletions(arm.k ?? 2, v.horizon)} completions per agent, the budget ${acBudget(v.horizon, s.epochs)} | – | – |`);
         continue;
       }
       const finals = runs.map((r) => r.result.curve[r.result.curve.length - 1]);
       const areas = runs.map((r) => curveArea(r.result.curve));
-      const evs = runs.filter((r) => r.result.explainedVariance.length > 0);
-      const ev = evs.length > 0 ? `${f3(mean(evs.map((r) => r.result.explainedVariance[0])))} → ${f3(mean(evs.map((r) => r.result.explainedVariance[r.result.explainedVariance.length - 1])))}` : '–';
-      console.log(`| ${v.name} | ${arm.label} | ${runs[0].result.completionsPerAgent} | ${ci(bootstrapMean(finals))} | ${ci(bootstrapMean(areas))} | ${ev} |`);
+      const evs = runs.flatMap((r) => (r.result.evMc !== undefined && r.result.evMc.length > 0 ? [r.result.evMc] : []));
+      const ev = evs.length > 0 ? `${f3(mean(evs.map((e) => e[0])))} → ${f3(mean(evs.map((e) => e[e.length - 1])))}` : '–';
+      const label = arm.lambda === 'chosen' && runs[0].lambda !== undefined ? `${arm.label}: λ = ${runs[0].lambda}` : arm.label;
+      console.log(`| ${v.name} | ${label} | ${runs.length} | ${runs[0].result.completionsPerAgent} | ${ci(bootstrapMean(finals))} | ${ci(bootstrapMean(areas))} | ${ev} |`);
     }
   }
-  // The claim itself: CC (pretrained critic) against the better MAGRPO and against DC, paired by seed (same actor init).
-  console.log('\nPaired differences (same seed, same actor init): mean [Student-t 95% interval] over n pairs; an interval above 0 is a lead:\n');
+  // The claim itself: each CC arm against MAGRPO, DC and the controls, paired by seed (same actor init).
+  console.log('\nPaired differences (same seed, same actor init): mean [Student-t 95% interval] over n pairs; ▲ / ▼: the interval is above / below 0:\n');
   console.log('| variant | comparison | n | Δ final | Δ AUC |');
   console.log('|---|---|---|---|---|');
+  const last = (c: readonly number[]) => c[c.length - 1];
   for (const v of PAPER_VARIANTS) {
-    const of = (id: string) => new Map(results.filter((r) => r.variant === v.name && r.arm === id).map((r) => [r.seed, r.result.curve] as const));
-    const cc = of('cc-pre');
-    for (const [other, label] of [['magrpo-k2', 'MAGRPO K=2'], ['magrpo-k4', 'MAGRPO K=4'], ['dc-pre', 'CoLLM-DC (pretrained)'], ['cc-pre-blind', 'blind critic'], ['cc-random', 'random-init critic']] as const) {
-      const o = of(other);
-      const last = (c: readonly number[]) => c[c.length - 1];
-      const per = (m: ReadonlyMap<number, readonly number[]>, f: (c: readonly number[]) => number) => new Map([...m].map(([k, c]) => [k, f(c)] as const));
-      const dFinal = pairedTInterval(per(cc, last), per(o, last));
-      const dArea = pairedTInterval(per(cc, curveArea), per(o, curveArea));
-      if (dFinal === null || dArea === null) continue;
-      console.log(`| ${v.name} | CC pretrained − ${label} | ${dFinal.n} | ${pairedCell(dFinal)} | ${pairedCell(dArea)} |`);
+    const of = (id: string, f: (c: readonly number[]) => number) => new Map(results.filter((r) => r.variant === v.name && r.arm === id).map((r) => [r.seed, f(r.result.curve)] as const));
+    for (const [ccId, ccLabel] of CC_ARMS) {
+      for (const [other, label] of [['magrpo-k2', 'MAGRPO K=2'], ['magrpo-k4', 'MAGRPO K=4'], ['dc-pre', 'CoLLM-DC'], ['cc-pre-blind', 'blind critic'], ['cc-random', 'random-init critic'], ['cc-pre', 'CC text critic']] as const) {
+        if (other === ccId) continue;
+        const dFinal = pairedTInterval(of(ccId, last), of(other, last));
+        const dArea = pairedTInterval(of(ccId, curveArea), of(other, curveArea));
+        if (dFinal === null || dArea === null) continue;
+        console.log(`| ${v.name} | ${ccLabel} − ${label} | ${dFinal.n} | ${pairedCell(dFinal)} | ${pairedCell(dArea)} |`);
+      }
     }
   }
 }
@@ -302,15 +350,15 @@ function pairedCell(d: PairedInterval): string {
 async function writePlot(s: PaperSettings, results: readonly RunAnswer[], png: string): Promise<string> {
   const points: PlotPoint[] = [];
   for (const v of PAPER_VARIANTS) {
-    for (const arm of PAPER_ARMS) {
+    for (const arm of PAPER_ARMS.filter((x) => x.sweep !== true)) {
       const runs = results.filter((r) => r.variant === v.name && r.arm === arm.id);
       if (runs.length === 0) continue;
       const n = Math.min(...runs.map((r) => r.result.curve.length));
       for (let i = 0; i < n; i++) points.push({ x: i / Math.max(1, n - 1), value: mean(runs.map((r) => r.result.curve[i])), series: arm.short, panel: `${v.name}: mean per-turn eval score (mean of ${runs.length} seeds)` });
-      const evs = runs.filter((r) => r.result.explainedVariance.length > 0);
-      const m = evs.length > 0 ? Math.min(...evs.map((r) => r.result.explainedVariance.length)) : 0;
+      const evs = runs.flatMap((r) => (r.result.evMc !== undefined && r.result.evMc.length > 0 ? [r.result.evMc] : []));
+      const m = evs.length > 0 ? Math.min(...evs.map((e) => e.length)) : 0;
       for (let i = 0; i < m; i++) {
-        points.push({ x: m === 1 ? 1 : i / (m - 1), value: Math.max(mean(evs.map((r) => r.result.explainedVariance[i])), -1), series: arm.short, panel: `${v.name}: critic explained variance, mean over turns (clipped at −1)` });
+        points.push({ x: m === 1 ? 1 : i / (m - 1), value: Math.max(mean(evs.map((e) => e[i])), -1), series: arm.short, panel: `${v.name}: critic EV vs MC returns in training, turns 2..H (clipped at −1)` });
       }
     }
   }

@@ -53,6 +53,16 @@ describe('paper bench store', () => {
     expect(fs.readdirSync(path.join(dir, 'runs'))).toEqual([runFileName(run('cc-pre', 1, 0))]);
   });
 
+  it('keeps the gate fits per variant and seed, reused only under the same gate budget', () => {
+    const s = PaperStore.open(fresh(), budget, { resume: false });
+    const gate = { seeds: [1], inits: [0, 1], heldOutEpisodes: 8 };
+    expect(s.gateRows('sparse H=4', 1, gate)).toBeNull();
+    s.saveGateRows('sparse H=4', 1, gate, [{ variant: 'sparse H=4', init: 0, seed: 1 }]);
+    expect(s.gateRows('sparse H=4', 1, gate)).toEqual([{ variant: 'sparse H=4', init: 0, seed: 1 }]);
+    expect(s.gateRows('sparse H=4', 2, gate)).toBeNull();
+    expect(s.gateRows('sparse H=4', 1, { ...gate, heldOutEpisodes: 64 })).toBeNull();
+  });
+
   it('refuses a used folder without --resume, another budget, and a foreign folder, naming them', () => {
     const dir = fresh();
     PaperStore.open(dir, budget, { resume: false }).save(run('cc-pre', 1, 0.5));
