@@ -157,6 +157,7 @@ export const PAPER_ARMS: readonly PaperArm[] = [
   { id: 'cc-pre-blind', label: 'CoLLM-CC, blind critic (pretrained)', short: 'CC blind', method: 'collm-cc', critic: 'pretrained', control: 'blind', only: 'sparse' },
   { id: 'cc-pre-mt', label: 'CoLLM-CC, pretrained critic, numeric m_t', short: 'CC numeric m_t', method: 'collm-cc', critic: 'pretrained', features: true },
   { id: 'cc-pre-lambda', label: 'CoLLM-CC, pretrained critic, λ-returns (λ from the sweep)', short: 'CC λ-returns', method: 'collm-cc', critic: 'pretrained', lambda: 'chosen' },
+  { id: 'cc-pre-mt-lambda', label: 'CoLLM-CC, pretrained critic, numeric m_t and λ-returns (λ from the sweep)', short: 'CC m_t + λ', method: 'collm-cc', critic: 'pretrained', features: true, lambda: 'chosen' },
   ...LAMBDA_SWEEP.map((lambda): PaperArm => ({ id: `cc-pre-lambda-${lambda}`, label: `CoLLM-CC, pretrained critic, λ = ${lambda} (sweep, held-out seeds)`, short: `CC λ=${lambda} (sweep)`, method: 'collm-cc', critic: 'pretrained', lambda, sweep: true, only: 'sparse' })),
 ];
 

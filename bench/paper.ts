@@ -62,7 +62,7 @@ export const FULL: PaperSettings = { claimSeeds: seedRange(10), seeds: seedRange
 export const QUICK: PaperSettings = { claimSeeds: [1], seeds: [1], sweepSeeds: [101], epochs: 2, segments: 2, pretrain: { ...PRETRAIN_BUDGET, steps: 100 }, gate: GATE_QUICK };
 
 /** The arms whose sparse-payment runs decide the claim (CC against MAGRPO, and against a critic that cannot read the history). */
-export const CLAIM_ARMS: readonly string[] = ['magrpo-k2', 'cc-pre', 'cc-pre-mt', 'cc-pre-lambda', 'cc-pre-blind'];
+export const CLAIM_ARMS: readonly string[] = ['magrpo-k2', 'cc-pre', 'cc-pre-mt', 'cc-pre-lambda', 'cc-pre-mt-lambda', 'cc-pre-blind'];
 
 /** The seeds an arm runs on a variant. */
 export function seedsOf(s: PaperSettings, arm: string, payment: string): readonly number[] {
@@ -75,12 +75,15 @@ const CC_ARMS: readonly (readonly [string, string])[] = [
   ['cc-pre', 'CC text critic'],
   ['cc-pre-mt', 'CC numeric m_t'],
   ['cc-pre-lambda', 'CC λ-returns'],
+  ['cc-pre-mt-lambda', 'CC numeric m_t + λ-returns'],
 ];
 
 /** Which part of the bench one invocation runs (every arm and variant when unset). */
 export interface PaperPart {
   readonly arms?: readonly string[];
   readonly variants?: readonly string[];
+  /** Only these of each arm's seeds (the rest can follow in a later `--resume`). */
+  readonly seeds?: readonly number[];
 }
 
 /** How one invocation of the bench runs. */
@@ -90,6 +93,8 @@ export interface PaperOptions {
   readonly out?: string;
   /** Go on with the runs `out` holds. */
   readonly resume?: boolean;
+  /** The λ of the λ-returns arms, given instead of the sweep's choice (kept in `out` like a choice). */
+  readonly lambda?: number;
   readonly part?: PaperPart;
 }
 
@@ -217,7 +222,7 @@ export function runJobs(s: PaperSettings, pretrainedDir: string, part: PaperPart
       if ((arm.only !== undefined && arm.only !== v.payment) || (arm.method === 'magrpo' && magrpoTasks(arm.k ?? 2, v.horizon, s.epochs) === 0)) continue;
       const lambda = arm.lambda === 'chosen' ? options.lambda : undefined;
       if (arm.lambda === 'chosen' && (lambda === null || lambda === undefined)) continue;
-      for (const seed of seedsOf(s, arm.id, v.payment)) jobs.push({ kind: 'run', arm: arm.id, variant: v.name, seed, epochs: s.epochs, segments: s.segments, pretrainedDir, ...(lambda == null ? {} : { lambda }) });
+      for (const seed of seedsOf(s, arm.id, v.payment).filter((x) => arm.sweep === true || part.seeds === undefined || part.seeds.includes(x))) jobs.push({ kind: 'run', arm: arm.id, variant: v.name, seed, epochs: s.epochs, segments: s.segments, pretrainedDir, ...(lambda == null ? {} : { lambda }) });
     }
   }
   const cost = (j: RunJob) => (PAPER_VARIANTS.find((v) => v.name === j.variant)?.horizon ?? 0) * (j.arm.startsWith('magrpo') ? 1 : 2);
@@ -276,7 +281,13 @@ export async function benchPaper(options: PaperOptions = {}): Promise<string | n
     }
     const tRuns = performance.now();
     // The λ sweep first: the λ-returns arm runs with the λ whose sweep runs (held-out seeds) have the best mean AUC.
-    const needsLambda = part.arms === undefined || part.arms.includes('cc-pre-lambda');
+    if (options.lambda !== undefined) {
+      const kept = store.choice('lambda');
+      if (kept !== null && kept !== options.lambda) throw new Error(`paper bench: ${out} ran its λ-returns arms with λ ${kept}; --lambda ${options.lambda} would mix them: choose another --out`);
+      if (!(options.lambda >= 0 && options.lambda <= 1)) throw new Error(`paper bench: --lambda must be in [0, 1], got ${options.lambda}`);
+      store.setChoice('lambda', options.lambda, 'given with --lambda (no sweep)');
+    }
+    const needsLambda = PAPER_ARMS.some((a) => a.lambda === 'chosen' && (part.arms === undefined || part.arms.includes(a.id)));
     if (needsLambda && store.choice('lambda') === null) {
       const sweepPart = { ...part, arms: PAPER_ARMS.filter((a) => a.sweep === true).map((a) => a.id) };
       await runMissing(runJobs(s, dir, sweepPart, { sweep: true }), store, 'λ sweep');
@@ -284,7 +295,7 @@ export async function benchPaper(options: PaperOptions = {}): Promise<string | n
       if (lambda !== null) store.setChoice('lambda', lambda.value, lambda.why);
     }
     const lambda = store.choice('lambda');
-    if (lambda !== null) console.log(`\nλ for the λ-returns arm: ${lambda} (the sweep's best mean AUC on held-out seeds ${s.sweepSeeds.join(', ')}; kept in ${out})`);
+    if (lambda !== null) console.log(`\nλ for the λ-returns arms: ${lambda} (${options.lambda !== undefined ? 'given with --lambda' : `the sweep's best mean AUC on held-out seeds ${s.sweepSeeds.join(', ')}`}; kept in ${out})`);
     await runMissing(runJobs(s, dir, part, { lambda }), store, 'runs');
     const runMin = (performance.now() - tRuns) / 60000;
     const results = store.runs();

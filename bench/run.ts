@@ -259,7 +259,8 @@ async function main(): Promise<void> {
   if (argv[0] === '--child') return child(argv[1] as ChildSection, argv[2] || undefined, argv[3] || undefined);
   if (argv[0] === '--paper-worker') return paperWorker();
   // `--quick` (paper, critic-fit): the short form, for checking. The paper bench's folder and part:
-  // `--out DIR`, `--resume`, `--arms a,b`, `--variants 'sparse H=4,dense H=4'`.
+  // `--out DIR`, `--resume`, `--arms a,b`, `--variants 'sparse H=4,dense H=4'`, `--seeds 1,2,3`,
+  // `--lambda 0.8` (the λ-returns arms' λ instead of the sweep's).
   const quick = argv.includes('--quick');
   const resume = argv.includes('--resume');
   const valueOf = (flag: string): string | undefined => {
@@ -272,12 +273,21 @@ async function main(): Promise<void> {
   const out = valueOf('--out');
   const arms = valueOf('--arms')?.split(',');
   const variants = valueOf('--variants')?.split(',');
-  const valued = new Set(['--out', '--arms', '--variants']);
+  const seedList = valueOf('--seeds');
+  const seeds = seedList?.split(',').map((x) => {
+    const n = Number(x);
+    if (!Number.isInteger(n)) throw new Error(`bench: --seeds takes integers separated by commas, got '${seedList}'`);
+    return n;
+  });
+  const lambdaText = valueOf('--lambda');
+  const lambda = lambdaText === undefined ? undefined : Number(lambdaText);
+  if (lambda !== undefined && !Number.isFinite(lambda)) throw new Error(`bench: --lambda takes a number in [0, 1], got '${lambdaText}'`);
+  const valued = new Set(['--out', '--arms', '--variants', '--seeds', '--lambda']);
   const only = new Set(argv.filter((a, i) => a !== '--quick' && a !== '--resume' && !valued.has(a) && !valued.has(argv[i - 1] ?? '')));
   const want = (name: string): boolean => only.size === 0 || only.has(name);
   // Long runs (minutes): only when named.
   if (only.has('paper')) {
-    await benchPaper({ quick, resume, out: out === undefined ? undefined : path.resolve(out), part: { arms, variants } });
+    await benchPaper({ quick, resume, lambda, out: out === undefined ? undefined : path.resolve(out), part: { arms, variants, seeds } });
     if (only.size === 1) return;
   }
   if (only.has('configs')) printConfigTable(await benchExampleConfigs());
