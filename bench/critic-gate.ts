@@ -11,9 +11,13 @@
  * minibatch order) × {@link GateBudget.inits} critic initialisations (the pretrained checkpoint's
  * init seed before pretraining: the weights a vocabulary order also moves). A variant passes when
  * the mean of its seeds × inits figures, less two standard errors, is ≥ {@link GATE_EV}; the gate
- * passes when every variant does that is gated: one whose held-out values vary within turns well
- * beyond their sampling noise ({@link CEILING_FLOOR}). A per-turn-constant baseline (each turn's mean training return)
- * is printed beside each figure: 0 by construction here, and what the old pooled EV gave it.
+ * passes when every gated variant does: one whose held-out values vary within turns well beyond
+ * their sampling noise ({@link CEILING_FLOOR}). Printed beside each figure: a per-turn constant
+ * (each turn's mean training return: 0 by construction here, and what the old pooled EV gave it),
+ * the ceiling, and what the best line through m_t's score explains.
+ *
+ * The bench's vocabulary order ($COMLRL_CRITIC_VOCAB_ORDER, bench/paper-runs.ts) changes every
+ * word's initial weights; the gate's verdict must not move with it.
  */
 import type { CriticLM } from '../src/critic/value-model.js';
 import { HiddenCueRelayEnv } from '../envs/hidden-cue/relay.js';
