@@ -47,6 +47,8 @@ export interface HeldOutRow {
   readonly value: number;
   /** The sampling variance of `value` (it caps the explained variance a perfect critic can show). */
   readonly noise: number;
+  /** The score so far, Σ s of the turns played (m_t prints it as `score`). */
+  readonly score: number;
 }
 
 /** The histories one seed's fits share (the critic's text is built per critic, from the views). */
@@ -94,7 +96,7 @@ export async function onPolicyData(
     settings,
     heldRng,
   );
-  const rows = held.flatMap((turns) => turns.map((k, t) => ({ turn: t, view: k.view, history: turns.slice(0, t).map((h) => h.view), state: k.state })));
+  const rows = held.flatMap((turns) => turns.map((k, t) => ({ turn: t, view: k.view, history: turns.slice(0, t).map((h) => h.view), state: k.state, score: k.state.scores.reduce((a, b) => a + b, 0) })));
   const estimates = await continuationValues(
     env,
     agents,
@@ -104,7 +106,7 @@ export async function onPolicyData(
     settings,
     heldRng,
   );
-  return { flushes, heldOut: rows.map((r, j) => ({ turn: r.turn, view: r.view, history: r.history, ...estimates[j] })), seconds: (performance.now() - t0) / 1000 };
+  return { flushes, heldOut: rows.map((r, j) => ({ turn: r.turn, view: r.view, history: r.history, score: r.score, ...estimates[j] })), seconds: (performance.now() - t0) / 1000 };
 }
 
 /** One critic's fit (see the module comment). */
@@ -122,6 +124,11 @@ export interface CriticFitResult {
    * estimates carry sampling noise: 1 − Σ noise / Σ_t Σ (y − ȳ_t)² over t ≥ 1 (expected value).
    */
   readonly ceiling: number;
+  /**
+   * The gate figure of the best line through m_t's score, per turn (least squares on the held-out
+   * rows themselves): what reading that one number of the critic's input is worth.
+   */
+  readonly scoreLine: number;
   /** A per-turn constant (each turn's mean training return): its gate figure (0 by construction) and its pooled one. */
   readonly baseline: { readonly gateEV: number; readonly pooledEV: number };
   /** Critic optimizer steps taken. */
@@ -234,6 +241,7 @@ export async function fitOnPolicy(lm: CriticLM, agents: readonly Agent[], data: 
       perTurnEV: [...perTurn.values()],
       pooledEV: pooledExplainedVariance(end),
       ceiling: ceilingOf(data.heldOut),
+      scoreLine: scoreLineOf(data.heldOut),
       baseline: { gateEV: withinTurnExplainedVariance(base), pooledEV: pooledExplainedVariance(base) },
       steps,
       tokens,
@@ -269,4 +277,19 @@ export function ceilingOf(rows: readonly Pick<HeldOutRow, 'turn' | 'value' | 'no
     spread += ys.reduce((a, y) => a + (y - m) ** 2, 0);
   }
   return spread === 0 ? Number.NaN : 1 - noise / spread;
+}
+
+/** {@link CriticFitResult.scoreLine} of held-out rows: per turn t ≥ 1, the least-squares line value ≈ a_t + b_t·score. */
+export function scoreLineOf(rows: readonly Pick<HeldOutRow, 'turn' | 'value' | 'score'>[]): number {
+  const turns = [...new Set(rows.map((r) => r.turn))];
+  const predictions = new Map<Pick<HeldOutRow, 'turn' | 'value' | 'score'>, number>();
+  for (const t of turns) {
+    const mine = rows.filter((r) => r.turn === t);
+    const mx = mean(mine.map((r) => r.score));
+    const my = mean(mine.map((r) => r.value));
+    const sxx = mine.reduce((a, r) => a + (r.score - mx) ** 2, 0);
+    const b = sxx > 0 ? mine.reduce((a, r) => a + (r.score - mx) * (r.value - my), 0) / sxx : 0;
+    for (const r of mine) predictions.set(r, my + b * (r.score - mx));
+  }
+  return withinTurnExplainedVariance({ turns: rows.map((r) => r.turn), targets: rows.map((r) => r.value), predictions: rows.map((r) => predictions.get(r) ?? 0) });
 }

@@ -11,9 +11,13 @@
  * minibatch order) × {@link GateBudget.inits} critic initialisations (the pretrained checkpoint's
  * init seed before pretraining: the weights a vocabulary order also moves). A variant passes when
  * the mean of its seeds × inits figures, less two standard errors, is ≥ {@link GATE_EV}; the gate
- * passes when every variant does that is gated: one whose held-out values vary within turns well
- * beyond their sampling noise ({@link CEILING_FLOOR}). A per-turn-constant baseline (each turn's mean training return)
- * is printed beside each figure: 0 by construction here, and what the old pooled EV gave it.
+ * passes when every gated variant does: one whose held-out values vary within turns well beyond
+ * their sampling noise ({@link CEILING_FLOOR}). Printed beside each figure: a per-turn constant
+ * (each turn's mean training return: 0 by construction here, and what the old pooled EV gave it),
+ * the ceiling, and what the best line through m_t's score explains.
+ *
+ * The bench's vocabulary order ($COMLRL_CRITIC_VOCAB_ORDER, bench/paper-runs.ts) changes every
+ * word's initial weights; the gate's verdict must not move with it.
  */
 import type { CriticLM } from '../src/critic/value-model.js';
 import { HiddenCueRelayEnv } from '../envs/hidden-cue/relay.js';
@@ -101,6 +105,8 @@ export interface VariantVerdict {
   readonly byInit: ReadonlyMap<number, Spread>;
   /** Mean {@link CriticFitResult.ceiling} over the fits. */
   readonly ceiling: number;
+  /** Mean {@link CriticFitResult.scoreLine} over the fits. */
+  readonly scoreLine: number;
   /** `pass`: mean − 2·SE ≥ {@link GATE_EV}; `fail` otherwise (NaN figures fail); `not gated`: ceiling below {@link CEILING_FLOOR}. */
   readonly verdict: 'pass' | 'fail' | 'not gated';
 }
@@ -114,8 +120,9 @@ export function gateVerdicts(rows: readonly GateRow[]): VariantVerdict[] {
     const inits = [...new Set(mine.map((r) => r.init))].sort((a, b) => a - b);
     const byInit = new Map(inits.map((i) => [i, spreadOf(mine.filter((r) => r.init === i).map(finalGateEV))]));
     const ceiling = spreadOf(mine.map((r) => r.result.ceiling)).mean;
+    const scoreLine = spreadOf(mine.map((r) => r.result.scoreLine)).mean;
     const verdict = !(ceiling >= CEILING_FLOOR) ? 'not gated' : spread.mean - 2 * spread.se >= GATE_EV ? 'pass' : 'fail';
-    return { variant, spread, byInit, ceiling, verdict };
+    return { variant, spread, byInit, ceiling, scoreLine, verdict };
   });
 }
 
@@ -143,20 +150,20 @@ export function gateReport(rows: readonly GateRow[], c: GateReportContext): stri
     `## Critic-fit gate: does CoLLM-CC's critic learn the value of its run's on-policy histories? (the run's schedule: lr ${c.lr}, minibatches of ${c.batch}; ${c.target === 'mc' ? 'Monte-Carlo return' : 'one-step TD'} targets; vocabulary order ${c.vocabOrder}; figure: held-out explained variance within turns, t ≥ 1; pass: mean − 2·SE ≥ ${GATE_EV} on every variant whose held-out ceiling is ≥ ${CEILING_FLOOR})`,
   );
   out.push('');
-  out.push('| variant | init | seed | steps | gate EV at flushes | per-turn EV, t = 0 … H−1 | pooled EV (old) | per-turn constant: gate EV · pooled EV | ceiling | seconds |');
-  out.push('|---|---|---|---|---|---|---|---|---|---|');
+  out.push('| variant | init | seed | steps | gate EV at flushes | per-turn EV, t = 0 … H−1 | pooled EV (old) | per-turn constant: gate EV · pooled EV | ceiling | m_t score, best line | seconds |');
+  out.push('|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const x = r.result;
     const at = x.at.map((f, i) => `${f}: ${f3(x.gateEV[i])}`).join(' · ');
-    out.push(`| ${r.variant} | ${r.init} | ${r.seed} | ${x.steps} | ${at} | ${x.perTurnEV.map(f3).join(' ')} | ${f3(x.pooledEV)} | ${f3(x.baseline.gateEV)} · ${f3(x.baseline.pooledEV)} | ${f3(x.ceiling)} | ${x.seconds.toFixed(0)} |`);
+    out.push(`| ${r.variant} | ${r.init} | ${r.seed} | ${x.steps} | ${at} | ${x.perTurnEV.map(f3).join(' ')} | ${f3(x.pooledEV)} | ${f3(x.baseline.gateEV)} · ${f3(x.baseline.pooledEV)} | ${f3(x.ceiling)} | ${f3(x.scoreLine)} | ${x.seconds.toFixed(0)} |`);
   }
   out.push('');
-  out.push('| variant | gate EV, mean ± SE [min, max] over seeds × inits | per init: mean [min, max] | mean − 2·SE | ceiling | verdict |');
-  out.push('|---|---|---|---|---|---|');
+  out.push('| variant | gate EV, mean ± SE [min, max] over seeds × inits | per init: mean [min, max] | mean − 2·SE | ceiling | m_t score, best line | verdict |');
+  out.push('|---|---|---|---|---|---|---|');
   for (const v of gateVerdicts(rows)) {
     const s = v.spread;
     const inits = [...v.byInit].map(([i, b]) => `init ${i}: ${f3(b.mean)} [${f3(b.min)}, ${f3(b.max)}]`).join(' · ');
-    out.push(`| ${v.variant} | ${f3(s.mean)} ± ${f3(s.se)} [${f3(s.min)}, ${f3(s.max)}] (n = ${s.n}) | ${inits} | ${f3(s.mean - 2 * s.se)} | ${f3(v.ceiling)} | ${v.verdict} |`);
+    out.push(`| ${v.variant} | ${f3(s.mean)} ± ${f3(s.se)} [${f3(s.min)}, ${f3(s.max)}] (n = ${s.n}) | ${inits} | ${f3(s.mean - 2 * s.se)} | ${f3(v.ceiling)} | ${f3(v.scoreLine)} | ${v.verdict} |`);
   }
   out.push('');
   out.push(`gate: ${gatePasses(rows) ? 'PASSED' : 'FAILED'}`);

@@ -14,7 +14,7 @@ import { acBudget, blindText, criticStepsPerRun, criticWords, CRITIC_WORDS, magr
 import { criticTextSource, pretrainCritic } from '../bench/critic-pretrain.js';
 import { gateFits, GATE_EV, GATE_QUICK, gatePasses, gateReport, gateVerdicts, type GateCritic, type GateRow } from '../bench/critic-gate.js';
 import { perTurnExplainedVariance, spreadOf, withinTurnExplainedVariance } from '../bench/turn-ev.js';
-import { ceilingOf } from '../bench/critic-fit.js';
+import { ceilingOf, scoreLineOf } from '../bench/critic-fit.js';
 import { tinyCritic } from './collm-helpers.js';
 import { tempDir } from './magrpo-helpers.js';
 
@@ -156,6 +156,21 @@ describe('the gate\'s figure: explained variance within turns', () => {
     expect(ceilingOf([row(1, 1, 0.1), row(1, 1, 0.1)])).toBeNaN();
   });
 
+  it("m_t's score, best line per turn: hand case", () => {
+    // Turn 1: scores [0, 1, 2], values [0, 1, 1]: the line 1/6 + x/2 (b = Σ(x − 1)(y − 2/3) / Σ(x − 1)² = 1/2)
+    // predicts [1/6, 2/3, 7/6]; errors [−1/6, 1/3, −1/6], Σ e² = 1/6 against Σ(y − ȳ)² = 2/3: EV 1 − (1/6)/(2/3) = 0.75.
+    // Turn 2: values follow the score exactly: error 0. Pooled: 1 − (1/6 + 0)/(2/3 + 2) = 1 − 1/16.
+    const rows = [
+      { turn: 1, score: 0, value: 0 },
+      { turn: 1, score: 1, value: 1 },
+      { turn: 1, score: 2, value: 1 },
+      { turn: 2, score: 0, value: 0 },
+      { turn: 2, score: 2, value: 2 },
+    ];
+    expect(scoreLineOf(rows.slice(0, 3))).toBeCloseTo(0.75, 12);
+    expect(scoreLineOf(rows)).toBeCloseTo(1 - 1 / 16, 12);
+  });
+
   it('spread and verdicts: mean − 2·SE against the bar', () => {
     // [0.4, 0.6]: mean 0.5, sample SD √(0.02/1) = 0.1414, SE 0.1414/√2 = 0.1.
     const s = spreadOf([0.4, 0.6]);
@@ -167,7 +182,7 @@ describe('the gate\'s figure: explained variance within turns', () => {
       variant,
       init,
       seed,
-      result: { at: [0, 1], gateEV: [0, ev], perTurnEV: [0, ev], pooledEV: ev, ceiling, baseline: { gateEV: 0, pooledEV: 0.2 }, steps: 1, tokens: 1, seconds: 0 },
+      result: { at: [0, 1], gateEV: [0, ev], perTurnEV: [0, ev], pooledEV: ev, ceiling, scoreLine: 0.9, baseline: { gateEV: 0, pooledEV: 0.2 }, steps: 1, tokens: 1, seconds: 0 },
     });
     const steady = [1, 2, 3].flatMap((seed) => [0, 1].map((init) => row('a', init, seed, 0.6)));
     expect(gateVerdicts(steady)[0].verdict).toBe('pass'); // SE 0: mean 0.6 ≥ 0.5
@@ -240,6 +255,7 @@ describe('the critic-fit gate on its quick budget (plumbing)', () => {
       expect(r.result.perTurnEV).toHaveLength(2);
       for (const e of [...r.result.gateEV, ...r.result.perTurnEV, r.result.pooledEV, r.result.baseline.pooledEV]) expect(Number.isFinite(e)).toBe(true);
       expect(r.result.ceiling).toBeLessThanOrEqual(1);
+      expect(r.result.scoreLine).toBeLessThanOrEqual(1);
       expect(r.result.baseline.gateEV).toBeCloseTo(0, 10);
       expect(r.result.tokens).toBeGreaterThan(10);
     }
@@ -248,7 +264,7 @@ describe('the critic-fit gate on its quick budget (plumbing)', () => {
     const lines = gateReport(rows, { lr: 3e-3, batch: 8, target: 'mc', vocabOrder: 'bench' });
     const text = lines.join('\n');
     expect(lines.filter((l) => l.startsWith('| sparse H=2 | '))).toHaveLength(7); // 6 fits + the verdict row
-    expect(text).toMatch(/\| sparse H=2 \| -?\d\.\d{3} ± \d\.\d{3} \[-?\d\.\d{3}, -?\d\.\d{3}\] \(n = 6\) \| init 0: .* · init 1: .* \| -?\d\.\d{3} \| -?\d\.\d{3} \| (pass|fail|not gated) \|/);
+    expect(text).toMatch(/\| sparse H=2 \| -?\d\.\d{3} ± \d\.\d{3} \[-?\d\.\d{3}, -?\d\.\d{3}\] \(n = 6\) \| init 0: .* · init 1: .* \| -?\d\.\d{3} \| -?\d\.\d{3} \| -?\d\.\d{3} \| (pass|fail|not gated) \|/);
     expect(lines[lines.length - 1]).toMatch(/^gate: (PASSED|FAILED)$/);
     expect(lines[lines.length - 1]).toBe(`gate: ${gatePasses(rows) ? 'PASSED' : 'FAILED'}`);
   }, 60_000);
