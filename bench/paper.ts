@@ -322,7 +322,7 @@ function printTables(s: PaperSettings, results: readonly RunAnswer[], passed: bo
     for (const arm of PAPER_ARMS) {
       const runs = results.filter((r) => r.variant === v.name && r.arm === arm.id);
       if (runs.length === 0) {
-        if (arm.method === 'magrpo') console.log(`| ${v.name} | ${arm.label} | – | – | not run: one tree is ${treeCompletions(arm.k ?? 2, v.horizon)} completions per agent, the budget ${acBudget(v.horizon, s.epochs)} | – | – |`);
+        if (arm.method === 'magrpo' && magrpoTasks(arm.k ?? 2, v.horizon, s.epochs) === 0) console.log(`| ${v.name} | ${arm.label} | – | – | not run: one tree is ${treeCompletions(arm.k ?? 2, v.horizon)} completions per agent, the budget ${acBudget(v.horizon, s.epochs)} | – | – |`);
         continue;
       }
       const finals = runs.map((r) => r.result.curve[r.result.curve.length - 1]);
