@@ -6,13 +6,14 @@ import { createTinyModel } from '../src/model/tiny.js';
 import { loadCausalLM } from '../src/model/load.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { toyWords } from '../envs/toy/index.js';
-import { hiddenCueScore, hiddenCueWord, hiddenCueWords } from '../envs/hidden-cue/index.js';
+import { hiddenCueAnswers, hiddenCueScore, hiddenCueWord, hiddenCueWords } from '../envs/hidden-cue/index.js';
 import type { GlobalInfo, LLMDecPOMDP, StepResult } from '../src/decpomdp/types.js';
 import type { Agent } from '../src/decpomdp/agent.js';
 import { CoLLMCCTrainer } from '../trainers/collm/centralized.js';
 import { CoLLMDCTrainer } from '../trainers/collm/decentralized.js';
 import { agentsPolicy, exactEpisodeValue, OneTokenPolicies, type TextDistribution } from './exact-eval.js';
 import { disposeAgents } from './magrpo-helpers.js';
+import { blindTokenizer } from '../bench/paper-runs.js';
 
 /** Writes a tiny word-level critic checkpoint whose vocabulary also covers the critic layouts. */
 export async function tinyCritic(
@@ -102,13 +103,79 @@ export class SparseAgreeEnv implements LLMDecPOMDP<SparseAgreeTask, SparseAgreeS
   }
 }
 
+/** State of a {@link SparseEchoEnv} episode (frozen). */
+export interface SparseEchoState {
+  readonly task: SparseAgreeTask;
+  readonly turn: number;
+  /** Agent 0's turn-1 word and agent 1's (null: nothing recognisable), once played. */
+  readonly said: readonly (string | null)[] | null;
+  readonly lastReward: number | null;
+}
+
+const RED_ANSWERS: readonly string[] = hiddenCueAnswers.red;
+
+/**
+ * A sparse relay, H = 2, two agents, the hidden-cue words: on turn 1 both see `cue red` and agent 0
+ * must answer it (`apple` or `rose`); on turn 2 agent 1 sees `cue red partner <w_0>` and must say
+ * agent 0's word back, while agent 0 sees `cue red partner <w_1> <w_0>` (its own word last). Turn 1
+ * pays 0 and turn 2 pays 0.5·[w_0 answers] + 0.5·[w_0 answers and agent 1's turn-2 word is w_0];
+ * agent 1's turn-1 word and agent 0's turn-2 word do not count. Uniform random play over the 9
+ * words: 0.5·2/9 + 0.5·(2/9)(1/9) = 10/81.
+ *
+ * Agent 0's answer is credited only through the critic's bootstrap V(h_2) → V(h_1), and V(h_2) must
+ * read w_0 from the history: with the joint layout it is the last word of the critic's input (agent
+ * 1's observation), where a tiny random-init critic reads best (see {@link SparseAgreeEnv}). A
+ * critic that reads only the turn index gives agent 0's turn 1 a constant advantage, so nothing.
+ */
+export class SparseEchoEnv implements LLMDecPOMDP<SparseAgreeTask, SparseEchoState> {
+  readonly name = 'sparse-echo';
+  readonly numAgents = 2;
+  readonly horizon = 2;
+
+  initialState(task: SparseAgreeTask): SparseEchoState {
+    return Object.freeze({ task, turn: 0, said: null, lastReward: null });
+  }
+
+  observe(state: SparseEchoState, agent: number): string {
+    if (state.said === null) return 'cue red';
+    const shown = (w: string | null) => (w !== null && AGREE_WORDS.has(w) ? w : 'none');
+    return agent === 0 ? `cue red partner ${shown(state.said[1])} ${shown(state.said[0])}` : `cue red partner ${shown(state.said[0])}`;
+  }
+
+  async step(state: SparseEchoState, jointAction: readonly string[]): Promise<StepResult<SparseEchoState>> {
+    if (state.turn >= this.horizon) throw new Error(`${this.name}: step on a finished episode`);
+    const words = jointAction.map(hiddenCueWord);
+    const said = state.said ?? Object.freeze(words);
+    const turn = state.turn + 1;
+    const done = turn >= this.horizon;
+    const answered = said[0] !== null && RED_ANSWERS.includes(said[0]);
+    const reward = done && answered ? 0.5 + (words[1] === said[0] ? 0.5 : 0) : 0;
+    return { reward, next: Object.freeze({ task: state.task, turn, said, lastReward: reward }), done, info: {} };
+  }
+
+  globalInfo(state: SparseEchoState): GlobalInfo {
+    return { turn: state.turn, numTurns: this.horizon, lastReward: state.lastReward, maxReward: 1 };
+  }
+}
+
+/** The learning tests' sparse tasks: `agree` ({@link SparseAgreeEnv}) and `echo` ({@link SparseEchoEnv}). */
+export type SparseTaskName = 'agree' | 'echo';
+
 /** One actor-critic learning run's settings (see {@link actorCriticLearningRun}). */
 export interface ActorCriticLearningOptions {
   readonly method: 'collm-dc' | 'collm-cc';
+  /** The task (default `agree`). */
+  readonly task?: SparseTaskName;
   /** Seeds the actors', critics' and heads' init and the sampling / minibatch streams. */
   readonly seed: number;
-  /** The mutation: critics that never learn (critic learning rate 0). */
-  readonly frozenCritic: boolean;
+  /**
+   * A mutation of the critics: `frozen` never learn (critic learning rate 0); `blind` read only
+   * m_t's turn index (bench/paper-runs.ts `blindTokenizer`), so they can learn a per-turn baseline
+   * and nothing of the history. Absent: the critics as configured.
+   */
+  readonly control?: 'frozen' | 'blind';
+  /** Each critic checkpoint's size (default hidden 32, 1 layer). */
+  readonly criticSize?: { readonly hiddenSize: number; readonly numLayers: number };
   /** Scratch directory for the tiny checkpoints. */
   readonly dir: string;
   /** Config fields over the run's own (below). */
@@ -119,6 +186,8 @@ export interface ActorCriticLearningOptions {
    * trained actors' KL to them at the first turn.
    */
   readonly measureStart?: boolean;
+  /** Called on the trained trainer before it is disposed (e.g. to read its critics). */
+  readonly afterTrain?: (trainer: CoLLMCCTrainer<SparseAgreeTask, unknown> | CoLLMDCTrainer<SparseAgreeTask, unknown>, agents: readonly Agent[]) => Promise<void>;
 }
 
 /** What {@link actorCriticLearningRun} measured. */
@@ -126,6 +195,8 @@ export interface ActorCriticLearningResult {
   /** The trained policies' exact expected final reward. */
   readonly finalReward: number;
   readonly seconds: number;
+  /** CPU seconds of this process over the run (user + system; the wall time moves with the machine's load). */
+  readonly cpuSeconds: number;
   /** `measureStart`: the starting policies' exact expected final reward. */
   readonly startReward?: number;
   /**
@@ -158,8 +229,9 @@ const AGREE_EPISODES = 16;
  */
 export async function actorCriticLearningRun(opts: ActorCriticLearningOptions): Promise<ActorCriticLearningResult> {
   const t0 = performance.now();
+  const cpu0 = process.cpuUsage();
   const { method, seed, dir } = opts;
-  const tag = `${method}-s${seed}${opts.frozenCritic ? '-frozen' : ''}`;
+  const tag = `${method}-${opts.task ?? 'agree'}-s${seed}${opts.control ? `-${opts.control}` : ''}`;
   const agents: Agent[] = [];
   const critics: CriticLM[] = [];
   try {
@@ -169,8 +241,11 @@ export async function actorCriticLearningRun(opts: ActorCriticLearningOptions): 
       agents.push({ name: `a${i}`, model: await loadCausalLM(d), tokenizer: await loadTokenizer(d), chat: false });
     }
     const criticCount = method === 'collm-cc' ? 1 : 2;
-    for (let c = 0; c < criticCount; c++) critics.push(await tinyCritic(dir, `${tag}-c${c}`, 1000 * seed + 10 + c, hiddenCueWords));
-    const env = new SparseAgreeEnv();
+    for (let c = 0; c < criticCount; c++) {
+      const critic = await tinyCritic(dir, `${tag}-c${c}`, 1000 * seed + 10 + c, hiddenCueWords, opts.criticSize);
+      critics.push(opts.control === 'blind' ? { ...critic, tokenizer: blindTokenizer(critic.tokenizer) } : critic);
+    }
+    const env: LLMDecPOMDP<SparseAgreeTask, unknown> = opts.task === 'echo' ? new SparseEchoEnv() : new SparseAgreeEnv();
     const trainTasks = Array.from({ length: AGREE_EPISODES }, (_, i) => ({ id: `agree-${i}` }));
     const config = {
       num_turns: 2,
@@ -181,7 +256,7 @@ export async function actorCriticLearningRun(opts: ActorCriticLearningOptions): 
       early_termination_threshold: null,
       discount: 0.9,
       agent_learning_rate: 5e-3,
-      critic_learning_rate: opts.frozenCritic ? 0 : 3e-3,
+      critic_learning_rate: 3e-3,
       num_train_epochs: 20,
       rollout_buffer_size: 2 * AGREE_EPISODES, // one flush per epoch
       train_batch_size: 4,
@@ -191,6 +266,7 @@ export async function actorCriticLearningRun(opts: ActorCriticLearningOptions): 
       logging_steps: 1_000_000,
       seed,
       ...opts.config,
+      ...(opts.control === 'frozen' ? { critic_learning_rate: 0 } : {}),
     };
     const trainer =
       method === 'collm-cc'
@@ -198,13 +274,16 @@ export async function actorCriticLearningRun(opts: ActorCriticLearningOptions): 
         : new CoLLMDCTrainer({ agents, critics, env, trainTasks, config });
     try {
       await trainer.train();
+      await opts.afterTrain?.(trainer, agents);
     } finally {
       trainer.dispose();
     }
     const episode = { numTurns: 2, discount: 0.9, earlyTerminationThreshold: null } as const;
     const value = await exactEpisodeValue(env, [{ id: 'agree-eval' }], agentsPolicy(agents), episode);
     const seconds = (performance.now() - t0) / 1000;
-    if (opts.measureStart !== true) return { finalReward: value.finalReward, seconds };
+    const used = process.cpuUsage(cpu0);
+    const cpuSeconds = (used.user + used.system) / 1e6;
+    if (opts.measureStart !== true) return { finalReward: value.finalReward, seconds, cpuSeconds };
     // The checkpoints on disk still hold the starting weights (training never writes them back).
     const start: Agent[] = [];
     try {
@@ -218,7 +297,7 @@ export async function actorCriticLearningRun(opts: ActorCriticLearningOptions): 
       const reference = new OneTokenPolicies(start);
       let kl = 0;
       for (let i = 0; i < agents.length; i++) kl += textKl((await trained.distributions(i, [first]))[0], (await reference.distributions(i, [first]))[0]);
-      return { finalReward: value.finalReward, seconds, startReward: startValue.finalReward, firstTurnKl: kl / agents.length };
+      return { finalReward: value.finalReward, seconds, cpuSeconds, startReward: startValue.finalReward, firstTurnKl: kl / agents.length };
     } finally {
       disposeAgents(start);
     }

@@ -35,7 +35,7 @@ afterAll(async () => {
 
 async function finals(frozenCritic: boolean): Promise<number[]> {
   return overSeeds(SEEDS, async (seed) => {
-    const r = await actorCriticLearningRun({ method: 'collm-dc', seed, frozenCritic, dir });
+    const r = await actorCriticLearningRun({ method: 'collm-dc', seed, control: frozenCritic ? 'frozen' : undefined, dir });
     console.log(`CoLLM-DC${frozenCritic ? ' (frozen critics)' : ''} seed ${seed}: exact expected final reward ${r.finalReward.toFixed(3)} [${r.seconds.toFixed(1)} s]`);
     return r.finalReward;
   });

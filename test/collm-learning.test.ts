@@ -47,7 +47,7 @@ afterAll(async () => {
 
 async function finals(frozenCritic: boolean): Promise<number[]> {
   return overSeeds(SEEDS, async (seed) => {
-    const r = await actorCriticLearningRun({ method: 'collm-cc', seed, frozenCritic, dir, config: CONFIG });
+    const r = await actorCriticLearningRun({ method: 'collm-cc', seed, control: frozenCritic ? 'frozen' : undefined, dir, config: CONFIG });
     console.log(`CoLLM-CC${frozenCritic ? ' (frozen critic)' : ''} seed ${seed}: exact expected final reward ${r.finalReward.toFixed(3)} [${r.seconds.toFixed(1)} s]`);
     return r.finalReward;
   });

@@ -59,7 +59,6 @@ async function runs(coef: number): Promise<ActorCriticLearningResult[]> {
     const r = await actorCriticLearningRun({
       method: 'collm-cc',
       seed,
-      frozenCritic: false,
       dir,
       config: { critic_history: 'current', use_global_info: false, reference_kl_enabled: true, reference_kl_coef: coef, kl_mode: 'loss' },
       measureStart: true,
