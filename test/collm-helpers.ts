@@ -7,7 +7,7 @@ import { loadCausalLM } from '../src/model/load.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { toyWords } from '../envs/toy/index.js';
 import { hiddenCueAnswers, hiddenCueScore, hiddenCueWord, hiddenCueWords } from '../envs/hidden-cue/index.js';
-import type { GlobalInfo, LLMDecPOMDP, StepResult } from '../src/decpomdp/types.js';
+import type { GlobalFeatures, GlobalInfo, LLMDecPOMDP, StepResult } from '../src/decpomdp/types.js';
 import type { Agent } from '../src/decpomdp/agent.js';
 import { CoLLMCCTrainer } from '../trainers/collm/centralized.js';
 import { CoLLMDCTrainer } from '../trainers/collm/decentralized.js';
@@ -40,6 +40,15 @@ export async function toyCritics(dir: string): Promise<CriticLM[]> {
 /** Frees the critics' weights. */
 export function disposeCritics(critics: readonly CriticLM[]): void {
   for (const c of critics) c.model.dispose();
+}
+
+/**
+ * Numeric m_t of the learning tests' tasks (config `critic_global_features`): the turn as a share
+ * of the horizon and the last reward (0 before any), the same facts as their text m_t — nothing of
+ * the words said, which critics must still read from the history.
+ */
+export function turnAndRewardFeatures<S extends { readonly turn: number; readonly lastReward: number | null }>(horizon: number): GlobalFeatures<S> {
+  return { size: 2, names: ['turn/H', 'last reward'], of: (state) => [state.turn / horizon, state.lastReward ?? 0] };
 }
 
 /** A task of {@link SparseAgreeEnv} (one game; tasks only name the episodes). */
@@ -78,6 +87,7 @@ export class SparseAgreeEnv implements LLMDecPOMDP<SparseAgreeTask, SparseAgreeS
   readonly name = 'sparse-agree';
   readonly numAgents = 2;
   readonly horizon = 2;
+  readonly globalFeatures = turnAndRewardFeatures<SparseAgreeState>(this.horizon);
 
   initialState(task: SparseAgreeTask): SparseAgreeState {
     return Object.freeze({ task, turn: 0, committed: null, lastReward: null });
@@ -131,6 +141,7 @@ export class SparseEchoEnv implements LLMDecPOMDP<SparseAgreeTask, SparseEchoSta
   readonly name = 'sparse-echo';
   readonly numAgents = 2;
   readonly horizon = 2;
+  readonly globalFeatures = turnAndRewardFeatures<SparseEchoState>(this.horizon);
 
   initialState(task: SparseAgreeTask): SparseEchoState {
     return Object.freeze({ task, turn: 0, said: null, lastReward: null });
@@ -217,11 +228,40 @@ export function textKl(p: TextDistribution, q: TextDistribution): number {
 const AGREE_EPISODES = 16;
 
 /**
+ * The config of an {@link actorCriticLearningRun} (its comment lists the settings): the run's own
+ * settings, then `opts.config` over them, then the control's (`frozen`: critic learning rate 0).
+ */
+export function actorCriticLearningConfig(opts: Pick<ActorCriticLearningOptions, 'seed' | 'config' | 'control'>): Record<string, unknown> {
+  return {
+    num_turns: 2,
+    max_new_tokens: 1,
+    temperature: 1,
+    top_p: 1,
+    top_k: 0,
+    early_termination_threshold: null,
+    discount: 0.9,
+    agent_learning_rate: 5e-3,
+    critic_learning_rate: 3e-3,
+    num_train_epochs: 20,
+    rollout_buffer_size: 2 * AGREE_EPISODES, // one flush per epoch
+    train_batch_size: 4,
+    update_epochs: 2,
+    critic_warmup_items: 3 * AGREE_EPISODES,
+    eval_interval: 0,
+    logging_steps: 1_000_000,
+    seed: opts.seed,
+    ...opts.config,
+    ...(opts.control === 'frozen' ? { critic_learning_rate: 0 } : {}),
+  };
+}
+
+/**
  * Trains two tiny word-level actors (qwen3, hidden 32, 1 layer) with CoLLM-DC or CoLLM-CC on
- * {@link SparseAgreeEnv} and returns the exact expected final reward of the trained policies (see
- * exact-eval.ts) and the run's seconds. Critics: tiny qwen3 checkpoints of hidden 32, 1 layer.
- * The config is the trainers' defaults (paper-aligned: full history, m_t, value clip 0.2, ratio
- * clip, z-scored δ) except: one word per completion at temperature 1 without top-p / top-k, no early
+ * {@link SparseAgreeEnv} or {@link SparseEchoEnv} and returns the exact expected final reward of
+ * the trained policies (see exact-eval.ts), the run's seconds and CPU seconds. Critics: tiny qwen3
+ * checkpoints of hidden 32, 1 layer (`criticSize`). The config ({@link actorCriticLearningConfig})
+ * is the trainers' defaults (paper-aligned: full joint or own history, m_t as text, TD(0)
+ * targets, value clip 0.2, ratio clip, z-scored δ) except: one word per completion at temperature 1 without top-p / top-k, no early
  * termination, γ = 0.9, actor learning rate 5e-3, critic learning rate 3e-3, one buffer flush of
  * 16 episodes per epoch in minibatches of 4 with 2 update epochs, 20 epochs, the first 3 a critic
  * warm-up (z-scored δ from a random critic moves the actors as hard as a fitted one would: without
@@ -247,27 +287,7 @@ export async function actorCriticLearningRun(opts: ActorCriticLearningOptions): 
     }
     const env: LLMDecPOMDP<SparseAgreeTask, unknown> = opts.task === 'echo' ? new SparseEchoEnv() : new SparseAgreeEnv();
     const trainTasks = Array.from({ length: AGREE_EPISODES }, (_, i) => ({ id: `agree-${i}` }));
-    const config = {
-      num_turns: 2,
-      max_new_tokens: 1,
-      temperature: 1,
-      top_p: 1,
-      top_k: 0,
-      early_termination_threshold: null,
-      discount: 0.9,
-      agent_learning_rate: 5e-3,
-      critic_learning_rate: 3e-3,
-      num_train_epochs: 20,
-      rollout_buffer_size: 2 * AGREE_EPISODES, // one flush per epoch
-      train_batch_size: 4,
-      update_epochs: 2,
-      critic_warmup_items: 3 * AGREE_EPISODES,
-      eval_interval: 0,
-      logging_steps: 1_000_000,
-      seed,
-      ...opts.config,
-      ...(opts.control === 'frozen' ? { critic_learning_rate: 0 } : {}),
-    };
+    const config = actorCriticLearningConfig(opts);
     const trainer =
       method === 'collm-cc'
         ? new CoLLMCCTrainer({ agents, critic: critics[0], env, trainTasks, config })
