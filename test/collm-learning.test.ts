@@ -31,7 +31,8 @@
  * the learning runs' mean over seeds 1–3 minus 3 standard errors must reach BAR, the blind runs'
  * each and their mean plus 3 standard errors must stay below it, and BAR is above uniform random
  * play over the 9 words (10/81 ≈ 0.123). Measured on wasm, 2026-12-07, AMD EPYC 2-core VM (CPU
- * seconds per run from process.cpuUsage, 12–18 s; the file ≈ 115 s of CPU):
+ * seconds per run from process.cpuUsage, 9–18 s; the file 128 s of CPU, user + system, with
+ * `COMLRL_BACKEND` unset: `npx vitest run test/collm-learning.test.ts`):
  *   default input: 0.998, 0.997, 0.980 (mean 0.992, SE 0.006: mean − 3 SE = 0.974); seeds 4, 5: 0.994, 0.985
  *   numeric m_t:   0.997, 0.993, 0.994 (mean 0.995, SE 0.001: mean − 3 SE = 0.991); seeds 4, 5: 0.993, 0.973
  *   blind critic:  0.029, 0.021, 0.024 (mean 0.025, SE 0.002: mean + 3 SE = 0.032)
