@@ -197,8 +197,6 @@ export interface ActorCriticLearningOptions {
    * trained actors' KL to them at the first turn.
    */
   readonly measureStart?: boolean;
-  /** Called on the trained trainer before it is disposed (e.g. to read its critics). */
-  readonly afterTrain?: (trainer: CoLLMCCTrainer<SparseAgreeTask, unknown> | CoLLMDCTrainer<SparseAgreeTask, unknown>, agents: readonly Agent[]) => Promise<void>;
 }
 
 /** What {@link actorCriticLearningRun} measured. */
@@ -261,8 +259,8 @@ export function actorCriticLearningConfig(opts: Pick<ActorCriticLearningOptions,
  * the trained policies (see exact-eval.ts), the run's seconds and CPU seconds. Critics: tiny qwen3
  * checkpoints of hidden 32, 1 layer (`criticSize`). The config ({@link actorCriticLearningConfig})
  * is the trainers' defaults (paper-aligned: full joint or own history, m_t as text, TD(0)
- * targets, value clip 0.2, ratio clip, z-scored δ) except: one word per completion at temperature 1 without top-p / top-k, no early
- * termination, γ = 0.9, actor learning rate 5e-3, critic learning rate 3e-3, one buffer flush of
+ * targets, value clip 0.2, ratio clip, z-scored δ) except: one word per completion at
+ * temperature 1 without top-p / top-k, no early termination, γ = 0.9, actor learning rate 5e-3, critic learning rate 3e-3, one buffer flush of
  * 16 episodes per epoch in minibatches of 4 with 2 update epochs, 20 epochs, the first 3 a critic
  * warm-up (z-scored δ from a random critic moves the actors as hard as a fitted one would: without
  * it, some runs' actors settled on non-answers before the critic could tell them apart).
@@ -294,7 +292,6 @@ export async function actorCriticLearningRun(opts: ActorCriticLearningOptions): 
         : new CoLLMDCTrainer({ agents, critics, env, trainTasks, config });
     try {
       await trainer.train();
-      await opts.afterTrain?.(trainer, agents);
     } finally {
       trainer.dispose();
     }

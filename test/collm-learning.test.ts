@@ -79,6 +79,17 @@ test('the runs leave the critic input at the library defaults; uniform random pl
   expect(cfg.critic_target).toBeUndefined(); // absent: TD(0)
   expect(cfg.critic_global_features).toBeUndefined();
   expect(parseCoLLMCCConfig(actorCriticLearningConfig({ seed: 1, config: NUMERIC })).critic_global_features).toBe(true);
+  // The payment by hand: 0.5 for agent 0's answer, 0.5 more when agent 1 says it back on turn 2.
+  const env = new SparseEchoEnv();
+  const pay = async (turn1: string[], turn2: string[]) => {
+    const first = await env.step(env.initialState({ id: 'p' }), turn1);
+    expect(first.reward).toBe(0);
+    expect(env.observe(first.next, 1)).toBe(`cue red partner ${turn1[0]}`);
+    return (await env.step(first.next, turn2)).reward;
+  };
+  expect(await pay(['apple', 'sky'], ['rose', 'apple'])).toBe(1);
+  expect(await pay(['rose', 'rose'], ['rose', 'apple'])).toBe(0.5);
+  expect(await pay(['sky', 'sky'], ['sky', 'sky'])).toBe(0);
   const u = await exactEpisodeValue(new SparseEchoEnv(), [{ id: 'u' }], uniformPolicy(hiddenCueWords), { numTurns: 2, discount: 0.9, earlyTerminationThreshold: null });
   expect(u.finalReward).toBeCloseTo(UNIFORM, 12);
   expect(BAR).toBeGreaterThan(UNIFORM);
