@@ -8,8 +8,11 @@
  * on wasm. A likely reason: a sampled k3 used as a reward is largest for the completions the policy
  * has made less likely than the reference, so its policy gradient pushes those further down.
  *
- * Runs: the CoLLM-CC learning test's (test/collm-learning.test.ts: SparseAgreeEnv, sparse H = 2,
- * actorCriticLearningRun with the critic reading the current observations), with
+ * Runs: CoLLM-CC on SparseAgreeEnv (collm-helpers.ts: sparse, H = 2, both agents must say the same
+ * answer on turn 1, paid at the end of turn 2) through actorCriticLearningRun, with the critic
+ * reading the current observations without m_t (`critic_history: current`, `use_global_info:
+ * false`, where this tiny critic learns the task; test/collm-learning.test.ts says why the default
+ * input does not, on this task), with
  * `reference_kl_enabled` and β = BIG or SMALL, the reference being each actor's starting weights
  * (a frozen copy, as under full fine-tuning). Measured exactly (test/exact-eval.ts), no sampling
  * noise: the trained policies' expected final reward, the starting policies' (the reference's), and
@@ -59,7 +62,6 @@ async function runs(coef: number): Promise<ActorCriticLearningResult[]> {
     const r = await actorCriticLearningRun({
       method: 'collm-cc',
       seed,
-      frozenCritic: false,
       dir,
       config: { critic_history: 'current', use_global_info: false, reference_kl_enabled: true, reference_kl_coef: coef, kl_mode: 'loss' },
       measureStart: true,
