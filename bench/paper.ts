@@ -282,9 +282,9 @@ export async function benchPaper(options: PaperOptions = {}): Promise<string | n
     const tRuns = performance.now();
     // The λ sweep first: the λ-returns arm runs with the λ whose sweep runs (held-out seeds) have the best mean AUC.
     if (options.lambda !== undefined) {
+      if (!(options.lambda >= 0 && options.lambda <= 1)) throw new Error(`paper bench: --lambda must be in [0, 1], got ${options.lambda}`);
       const kept = store.choice('lambda');
       if (kept !== null && kept !== options.lambda) throw new Error(`paper bench: ${out} ran its λ-returns arms with λ ${kept}; --lambda ${options.lambda} would mix them: choose another --out`);
-      if (!(options.lambda >= 0 && options.lambda <= 1)) throw new Error(`paper bench: --lambda must be in [0, 1], got ${options.lambda}`);
       store.setChoice('lambda', options.lambda, 'given with --lambda (no sweep)');
     }
     const needsLambda = PAPER_ARMS.some((a) => a.lambda === 'chosen' && (part.arms === undefined || part.arms.includes(a.id)));
@@ -295,6 +295,7 @@ export async function benchPaper(options: PaperOptions = {}): Promise<string | n
       if (lambda !== null) store.setChoice('lambda', lambda.value, lambda.why);
     }
     const lambda = store.choice('lambda');
+    if (lambda === null && needsLambda) console.log('\nλ-returns arms not run: the λ sweep runs on the sparse variants, and this part has none (or pass --lambda)');
     if (lambda !== null) console.log(`\nλ for the λ-returns arms: ${lambda} (${options.lambda !== undefined ? 'given with --lambda' : `the sweep's best mean AUC on held-out seeds ${s.sweepSeeds.join(', ')}`}; kept in ${out})`);
     await runMissing(runJobs(s, dir, part, { lambda }), store, 'runs');
     const runMin = (performance.now() - tRuns) / 60000;
