@@ -31,14 +31,14 @@ import type { GlobalFeatures, GlobalInfo, LLMDecPOMDP, StepResult } from '../src
 import { loadCausalLM } from '../src/model/load.js';
 import { loadTokenizer } from '../src/tokenizer/load.js';
 import { rngFor } from '../src/util/rng.js';
-import { hiddenCueWords } from '../envs/hidden-cue/index.js';
+import { HiddenCueEnv, hiddenCueTasks, hiddenCueWords } from '../envs/hidden-cue/index.js';
 import { HiddenCueRelayEnv, relayFeatures, relayTasks, RELAY_PROGRESS_WORDS, type RelayState, type RelayTask } from '../envs/hidden-cue/relay.js';
 import { parseCoLLMCCConfig, parseCoLLMDCConfig } from '../trainers/collm/config.js';
 import { CoLLMCCTrainer } from '../trainers/collm/centralized.js';
 import { CoLLMDCTrainer } from '../trainers/collm/decentralized.js';
 import { predictDistinct } from '../trainers/collm/rollout.js';
 import { backendUnderTest } from './backend-under-test.js';
-import { SparseAgreeEnv, tinyCritic } from './collm-helpers.js';
+import { tinyCritic } from './collm-helpers.js';
 import { tempDir, tinyAgents } from './magrpo-helpers.js';
 
 let dir: string;
@@ -389,11 +389,11 @@ describe('CoLLM runs with numeric m_t', () => {
     const plain = createCriticHead(critic.model.hiddenSize, { type: 'linear' }, rngFor(0, 'init'));
     expect(() => new CoLLMCCTrainer({ agents, critic, criticHead: plain, env, trainTasks: tasks, config: { ...RUN, critic_global_features: true } })).toThrow(/reads 0 global features, but env .* declares 4/);
     // An env without numeric m_t: refused by name.
-    expect(() => new CoLLMCCTrainer({ agents, critic, env: new SparseAgreeEnv(), trainTasks: [{ id: 'x' }], config: { ...RUN, critic_global_features: true } })).toThrow(
-      /CoLLM-CC: critic_global_features is true, but env 'sparse-agree' provides no globalFeatures/,
+    expect(() => new CoLLMCCTrainer({ agents, critic, env: new HiddenCueEnv({ numTurns: 2 }), trainTasks: hiddenCueTasks(1), config: { ...RUN, critic_global_features: true } })).toThrow(
+      /CoLLM-CC: critic_global_features is true, but env 'hidden-cue-sparse-2' provides no globalFeatures/,
     );
-    expect(() => new CoLLMDCTrainer({ agents, env: new SparseAgreeEnv(), trainTasks: [{ id: 'x' }], config: { ...RUN, use_separate_critic: false, critic_global_features: true } })).toThrow(
-      /CoLLM-DC: critic_global_features is true, but env 'sparse-agree' provides no globalFeatures/,
+    expect(() => new CoLLMDCTrainer({ agents, env: new HiddenCueEnv({ numTurns: 2 }), trainTasks: hiddenCueTasks(1), config: { ...RUN, use_separate_critic: false, critic_global_features: true } })).toThrow(
+      /CoLLM-DC: critic_global_features is true, but env 'hidden-cue-sparse-2' provides no globalFeatures/,
     );
     for (const h of [three, plain]) h.dispose();
     for (const a of agents) a.model.dispose();

@@ -52,7 +52,7 @@ test('quick bench: pretraining, gate, λ sweep, runs and tables into a folder; a
   const second = await captured(() => benchPaper({ quick: true, out, part, resume: true }));
   expect(second).toContain('2 of 2 are in');
   expect(second).toMatch(/gate: 3 of 3 fits are in/); // 3 seeds × this part's one variant (each fit covers both inits)
-  expect(second).toContain(`λ for the λ-returns arm: ${chosen.value}`);
+  expect(second).toContain(`λ for the λ-returns arms: ${chosen.value}`);
   expect(fs.readdirSync(path.join(out, 'runs')).sort()).toEqual(runs);
   expect(runs.map((f) => fs.statSync(path.join(out, 'runs', f)).mtimeMs)).toEqual(before);
   await expect(benchPaper({ quick: true, out, part })).rejects.toThrow(/already holds a bench's runs: pass --resume/);
