@@ -166,8 +166,9 @@ async function pretrainAndGate(s: PaperSettings, scratch: string, store: PaperSt
   // The variants being run (all unless a part names some); fits a store kept from an earlier invocation are reused.
   const gated = PAPER_VARIANTS.filter((v) => variants === undefined || variants.includes(v.name));
   const allGateJobs: GateJob[] = gated.flatMap((v) => s.gate.seeds.map((seed) => ({ kind: 'gate' as const, variant: v.name, seed, epochs: s.epochs, critics, budget: s.gate })));
-  const gate: GateRow[] = allGateJobs.flatMap((j) => (store?.gateRows<GateRow>(j.variant, j.seed, s.gate) ?? []));
-  const gateJobs = allGateJobs.filter((j) => store?.gateRows(j.variant, j.seed, s.gate) == null);
+  const kept = allGateJobs.map((j) => store?.gateRows<GateRow>(j.variant, j.seed, s.gate) ?? null);
+  const gate: GateRow[] = kept.flatMap((rows) => rows ?? []);
+  const gateJobs = allGateJobs.filter((_, i) => kept[i] === null);
   if (gateJobs.length < allGateJobs.length) console.log(`gate: ${allGateJobs.length - gateJobs.length} of ${allGateJobs.length} fits are in ${store?.dir} already`);
   const tGate = performance.now();
   await pool(gateJobs, workers, (a) => {
