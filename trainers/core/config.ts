@@ -84,6 +84,12 @@ export function runSettingsFields() {
      * single optimizer step, so this bounds memory without changing the update. null: the whole minibatch.
      */
     scoring_batch_size: intAtLeast('scoring_batch_size', 1).nullable().default(null),
+    /**
+     * LoRA agents on one shared base generate, score and train in joint passes over all their rows
+     * (the base's products once per step, each row's delta from its own adapter); false: one pass
+     * per agent. Absent means true; the sampled tokens and updates are the same either way (docs/joint-passes.md).
+     */
+    joint_passes: boolField('joint_passes').optional(),
   };
 }
 
