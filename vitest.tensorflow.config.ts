@@ -10,6 +10,7 @@ export const TENSORFLOW_SUITE = [
   'test/model-reference.test.ts', // log-probs vs PyTorch float64
   'test/model-generate.test.ts', // KV cache = recompute
   'test/model-grad.test.ts', // gradients vs finite differences
+  'test/joint-passes.test.ts', // joint LoRA passes = per-agent passes
   'test/optim.test.ts', // AdamW vs torch
   'test/model-train-memory.test.ts', // tensor count flat
   'test/collm-memory.test.ts', // tensor count flat (critics)

@@ -173,25 +173,7 @@ export class TfCausalLM implements CausalLM {
 
   /** Final-norm hidden states [B·S, hidden] for right-padded rows (causal attention needs no pad mask). */
   private hiddenFlat(rows: number[][], width: number, pass: PassMemory): tf.Tensor2D {
-    const b = rows.length;
-    const flat = new Int32Array(b * width);
-    rows.forEach((r, i) => {
-      for (const id of r) {
-        if (!Number.isInteger(id) || id < 0 || id >= this.vocabSize) throw new Error(`CausalLM: token id ${id} outside [0, ${this.vocabSize})`);
-      }
-      flat.set(r, i * width);
-    });
-    const positions = [Array.from({ length: width }, (_, j) => j)];
-    const { cos, sin } = this.rope.tables(positions);
-    return this.decoder.forward(this.decoder.embed(flat), {
-      batch: b,
-      seqLen: width,
-      cos,
-      sin,
-      mask: { pads: null },
-      attentionBlockBytes: pass.attentionBlockBytes,
-      recompute: pass.recompute,
-    }).hidden;
+    return hiddenFlatOf(this, rows, width, pass);
   }
 
   hiddenStates(inputIds: number[][], pass: PassMemory = unplannedPass(this.memory)): tf.Tensor3D {
@@ -212,36 +194,7 @@ export class TfCausalLM implements CausalLM {
 
   scoreCompletions(promptIds: number[][], completionIds: number[][], pass: PassMemory = unplannedPass(this.memory)): CompletionScores {
     this.live();
-    if (promptIds.length !== completionIds.length) {
-      throw new Error(`scoreCompletions: ${promptIds.length} prompts but ${completionIds.length} completions`);
-    }
-    const b = promptIds.length;
-    promptIds.forEach((p, i) => {
-      if (p.length === 0) throw new Error(`scoreCompletions: promptIds[${i}] is empty (the first completion token needs a context)`);
-    });
-    const lens = completionIds.map((c) => c.length);
-    const cmax = Math.max(0, ...lens);
-    if (b === 0 || cmax === 0) {
-      return { tokenLogProbs: tf.zeros([b, cmax]) as tf.Tensor2D, mask: tf.zeros([b, cmax]) as tf.Tensor2D };
-    }
-    const rows = promptIds.map((p, i) => [...p, ...completionIds[i]]);
-    const width = Math.max(...rows.map((r) => r.length));
-    // Completion token j of row i is predicted from position P_i - 1 + j; padding reads row start.
-    const pick = new Int32Array(b * cmax);
-    const targets = new Int32Array(b * cmax);
-    for (let i = 0; i < b; i++) {
-      for (let j = 0; j < lens[i]; j++) {
-        pick[i * cmax + j] = i * width + promptIds[i].length - 1 + j;
-        targets[i * cmax + j] = completionIds[i][j];
-      }
-      for (let j = lens[i]; j < cmax; j++) pick[i * cmax + j] = i * width;
-    }
-    return tf.tidy(() => {
-      const hidden = gatherRows(this.hiddenFlat(rows, width, pass), pick);
-      const lp = chunkedTokenLogProbs(hidden, this.decoder.head(), targets, pass.logitsChunkBytes);
-      const mask = lengthMask(lens, cmax);
-      return { tokenLogProbs: tf.mul(tf.reshape(lp, [b, cmax]), mask) as tf.Tensor2D, mask };
-    });
+    return scoreCompletionsOf(this, promptIds, completionIds, pass);
   }
 
   async tokenLogProbs(promptIds: number[][], completionIds: number[][]): Promise<number[][]> {
@@ -359,4 +312,68 @@ export class TfCausalLM implements CausalLM {
 
 function isLoraParts(w: ReadonlyMap<string, unknown> | LoraParts): w is LoraParts {
   return !(w instanceof Map) && 'adapter' in w && 'base' in w;
+}
+
+/** What the shared pass functions read of a model: its decoder stack, rotary tables and sizes. */
+export interface PassModel {
+  readonly decoder: Decoder;
+  readonly rope: RotaryTables;
+  readonly vocabSize: number;
+}
+
+/** Final-norm hidden states [B·S, hidden] of right-padded `rows` (each at most `width` long) through `model`'s decoder. */
+export function hiddenFlatOf(model: PassModel, rows: number[][], width: number, pass: PassMemory): tf.Tensor2D {
+  const b = rows.length;
+  const flat = new Int32Array(b * width);
+  rows.forEach((r, i) => {
+    for (const id of r) {
+      if (!Number.isInteger(id) || id < 0 || id >= model.vocabSize) throw new Error(`CausalLM: token id ${id} outside [0, ${model.vocabSize})`);
+    }
+    flat.set(r, i * width);
+  });
+  const positions = [Array.from({ length: width }, (_, j) => j)];
+  const { cos, sin } = model.rope.tables(positions);
+  return model.decoder.forward(model.decoder.embed(flat), {
+    batch: b,
+    seqLen: width,
+    cos,
+    sin,
+    mask: { pads: null },
+    attentionBlockBytes: pass.attentionBlockBytes,
+    recompute: pass.recompute,
+  }).hidden;
+}
+
+/** {@link CausalLM.scoreCompletions} through `model`'s decoder (a single model's, or a joint pass's). */
+export function scoreCompletionsOf(model: PassModel, promptIds: number[][], completionIds: number[][], pass: PassMemory): CompletionScores {
+  if (promptIds.length !== completionIds.length) {
+    throw new Error(`scoreCompletions: ${promptIds.length} prompts but ${completionIds.length} completions`);
+  }
+  const b = promptIds.length;
+  promptIds.forEach((p, i) => {
+    if (p.length === 0) throw new Error(`scoreCompletions: promptIds[${i}] is empty (the first completion token needs a context)`);
+  });
+  const lens = completionIds.map((c) => c.length);
+  const cmax = Math.max(0, ...lens);
+  if (b === 0 || cmax === 0) {
+    return { tokenLogProbs: tf.zeros([b, cmax]) as tf.Tensor2D, mask: tf.zeros([b, cmax]) as tf.Tensor2D };
+  }
+  const rows = promptIds.map((p, i) => [...p, ...completionIds[i]]);
+  const width = Math.max(...rows.map((r) => r.length));
+  // Completion token j of row i is predicted from position P_i - 1 + j; padding reads row start.
+  const pick = new Int32Array(b * cmax);
+  const targets = new Int32Array(b * cmax);
+  for (let i = 0; i < b; i++) {
+    for (let j = 0; j < lens[i]; j++) {
+      pick[i * cmax + j] = i * width + promptIds[i].length - 1 + j;
+      targets[i * cmax + j] = completionIds[i][j];
+    }
+    for (let j = lens[i]; j < cmax; j++) pick[i * cmax + j] = i * width;
+  }
+  return tf.tidy(() => {
+    const hidden = gatherRows(hiddenFlatOf(model, rows, width, pass), pick);
+    const lp = chunkedTokenLogProbs(hidden, model.decoder.head(), targets, pass.logitsChunkBytes);
+    const mask = lengthMask(lens, cmax);
+    return { tokenLogProbs: tf.mul(tf.reshape(lp, [b, cmax]), mask) as tf.Tensor2D, mask };
+  });
 }

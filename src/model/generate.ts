@@ -103,6 +103,19 @@ function selectRows(cache: LayerCache[], rows: number[]): LayerCache[] {
   return tf.tidy(() => cache.map((c) => ({ kT: tf.gather(c.kT, rows) as tf.Tensor4D, v: tf.gather(c.v, rows) as tf.Tensor4D })));
 }
 
+/** One group of a {@link generateGroups} call: its prompts and how they are sampled. */
+export interface GenerationGroup {
+  readonly promptIds: number[][];
+  readonly options: SamplingOptions;
+}
+
+/**
+ * Called before every forward pass of a grouped generation with the number of batch rows each
+ * group has in it (rows are group-major): a joint pass of several LoRA agents routes each row
+ * block through its own adapter (see `JointLoraPasses`).
+ */
+export type RowGroupsHook = (rowsPerGroup: readonly number[]) => void;
+
 /**
  * Samples continuations of `promptIds`. Prompts are left-padded inside one batch with per-row
  * RoPE positions (a row's first real token is position 0) and pad keys masked. Each prompt is
@@ -118,43 +131,117 @@ export async function generateSequences(
   mode: GenerationMode = 'cache',
   attentionBlockBytes?: number,
 ): Promise<GenerationOutput> {
-  checkPrompts(promptIds, model.vocabSize);
+  const [out] = await generateGroups(model, [{ promptIds, options }], mode, attentionBlockBytes);
+  return out;
+}
+
+interface GroupPlan {
+  readonly n: number;
+  readonly maxNew: number;
+  readonly stop: ReadonlySet<number>;
+  readonly sampler: { greedy?: boolean; temperature?: number; topK?: number | null; topP?: number };
+  readonly rng: SamplingOptions['rng'];
+  /** First output row of the group. */
+  readonly first: number;
+}
+
+function planGroup(g: GenerationGroup, vocabSize: number, first: number, modelEos: readonly number[]): GroupPlan {
+  const { options } = g;
+  checkPrompts(g.promptIds, vocabSize);
   const maxNew = options.maxNewTokens;
   if (!Number.isInteger(maxNew) || maxNew < 0) throw new Error(`generate: maxNewTokens must be an integer >= 0, got ${maxNew}`);
   const n = options.numReturnSequences ?? 1;
   if (!Number.isInteger(n) || n < 1) throw new Error(`generate: numReturnSequences must be an integer >= 1, got ${n}`);
-  const stop = new Set<number>([...(options.eosTokenIds ?? model.eosTokenIds), ...(options.stopTokenIds ?? [])]);
-  const samplerOptions = { greedy: options.greedy, temperature: options.temperature, topK: options.topK, topP: options.topP };
   if (!options.greedy && !options.rng) throw new Error('generate: options.rng is required unless greedy is set');
+  return {
+    n,
+    maxNew,
+    stop: new Set<number>([...(options.eosTokenIds ?? modelEos), ...(options.stopTokenIds ?? [])]),
+    sampler: { greedy: options.greedy, temperature: options.temperature, topK: options.topK, topP: options.topP },
+    rng: options.rng,
+    first,
+  };
+}
 
-  const total = promptIds.length * n;
+/**
+ * {@link generateSequences} for several groups of prompts in one batch, each group with its own
+ * sampling settings, length limit, stop ids and random stream: every forward pass runs over the
+ * rows of all groups (group-major), and each group's tokens are drawn from its own rows' logits
+ * with its own stream, so a group samples exactly what it would sample alone. `rowGroups` hears
+ * the group sizes before each pass. Returns one output per group.
+ */
+export async function generateGroups(
+  model: GenerationModel,
+  groups: readonly GenerationGroup[],
+  mode: GenerationMode = 'cache',
+  attentionBlockBytes?: number,
+  rowGroups?: RowGroupsHook,
+): Promise<GenerationOutput[]> {
+  if (groups.length === 0) return [];
+  // Output rows: group-major, and within a group prompt-major (prompt p, sample j at p·n + j).
+  const plans: GroupPlan[] = [];
+  let rowCount = 0;
+  for (const g of groups) {
+    const plan = planGroup(g, model.vocabSize, rowCount, model.eosTokenIds);
+    plans.push(plan);
+    rowCount += g.promptIds.length * plan.n;
+  }
+  const total = rowCount;
   const sequences: number[][] = Array.from({ length: total }, () => []);
   const logProbs: number[][] = Array.from({ length: total }, () => []);
   const finished: boolean[] = new Array<boolean>(total).fill(false);
-  if (maxNew === 0) return { sequences, logProbs, finished };
+  const outputs = (): GenerationOutput[] =>
+    groups.map((g, i) => {
+      const a = plans[i].first;
+      const b = a + g.promptIds.length * plans[i].n;
+      return { sequences: sequences.slice(a, b), logProbs: logProbs.slice(a, b), finished: finished.slice(a, b) };
+    });
+  const maxNew = Math.max(...plans.map((p) => p.maxNew));
+  if (maxNew === 0) return outputs();
 
-  const width = Math.max(...promptIds.map((p) => p.length));
-  const uniquePads = promptIds.map((p) => width - p.length);
-  const padded = promptIds.map((p, i) => [...new Array<number>(uniquePads[i]).fill(0), ...p]);
-  const expand = Array.from({ length: total }, (_, r) => Math.floor(r / n));
-  // Active rows (output indices), their prompt padding; prompt length per output row.
-  let active = expand.map((_, r) => r);
-  let pads = expand.map((u) => uniquePads[u]);
-  const lens = expand.map((u) => promptIds[u].length);
+  // Unique prompts of every group, in output order; output row r continues unique prompt expand[r].
+  const unique: number[][] = [];
+  const expand: number[] = [];
+  const groupOf: number[] = [];
+  groups.forEach((g, gi) => {
+    const base = unique.length;
+    unique.push(...g.promptIds);
+    for (let p = 0; p < g.promptIds.length; p++) {
+      for (let j = 0; j < plans[gi].n; j++) {
+        expand.push(base + p);
+        groupOf.push(gi);
+      }
+    }
+  });
+  const width = Math.max(...unique.map((p) => p.length));
+  const uniquePads = unique.map((p) => width - p.length);
+  const padded = unique.map((p, i) => [...new Array<number>(uniquePads[i]).fill(0), ...p]);
+  // Rows that may draw a first token (a group with maxNew 0 takes none).
+  let active = expand.map((_, r) => r).filter((r) => plans[groupOf[r]].maxNew > 0);
+  let pads = active.map((r) => uniquePads[expand[r]]);
+  const lens = expand.map((u) => unique[u].length);
+  const sizes = (rows: readonly number[]) => {
+    const c = new Array<number>(groups.length).fill(0);
+    for (const r of rows) c[groupOf[r]]++;
+    return c;
+  };
 
   // Weights cannot change during one call: every pass reads them in place (nothing to free).
   const frozen = model.decoder.freeze();
   let cache: LayerCache[] | null = null;
   let logits: tf.Tensor2D | null = null;
   try {
+    rowGroups?.(groups.map((g) => g.promptIds.length));
     const first = prefill(model, padded, uniquePads, mode === 'cache', frozen, attentionBlockBytes);
-    logits = n === 1 ? first.logits : tf.tidy(() => tf.gather(first.logits, expand) as tf.Tensor2D);
-    if (n !== 1) first.logits.dispose();
+    const identity = active.length === unique.length && active.every((r, i) => expand[r] === i);
+    const rowsOfActive = active.map((r) => expand[r]);
+    logits = identity ? first.logits : tf.tidy(() => tf.gather(first.logits, rowsOfActive) as tf.Tensor2D);
+    if (!identity) first.logits.dispose();
     if (first.cache) {
-      cache = n === 1 ? first.cache : selectRows(first.cache, expand);
-      if (n !== 1) disposeCache(first.cache);
+      cache = identity ? first.cache : selectRows(first.cache, rowsOfActive);
+      if (!identity) disposeCache(first.cache);
     }
-    const yieldEvery = options.yieldEveryMs ?? GENERATION_YIELD_MS;
+    const yieldEvery = Math.min(...groups.map((g) => g.options.yieldEveryMs ?? GENERATION_YIELD_MS));
     let ranAt = performance.now();
     for (let t = 0; t < maxNew; t++) {
       if (performance.now() - ranAt >= yieldEvery) {
@@ -162,17 +249,16 @@ export async function generateSequences(
         await new Promise<void>((resolve) => setImmediate(resolve));
         ranAt = performance.now();
       }
-      const pick = samplesOnDevice()
-        ? await sampleNextTokensOnDevice(logits, samplerOptions, options.rng)
-        : sampleNextTokens((await logits.data()) as Float32Array, model.vocabSize, samplerOptions, options.rng);
+      const picks = await sampleByGroup(model, logits, sizes(active), plans);
       logits.dispose();
       const keep: number[] = [];
       active.forEach((row, i) => {
-        const tok = pick.tokens[i];
+        const tok = picks.tokens[i];
         sequences[row].push(tok);
-        logProbs[row].push(pick.logProbs[i]);
-        if (stop.has(tok)) finished[row] = true;
-        else keep.push(i);
+        logProbs[row].push(picks.logProbs[i]);
+        const plan = plans[groupOf[row]];
+        if (plan.stop.has(tok)) finished[row] = true;
+        else if (sequences[row].length < plan.maxNew) keep.push(i);
       });
       if (keep.length === 0 || t === maxNew - 1) break;
       if (keep.length !== active.length) {
@@ -184,6 +270,7 @@ export async function generateSequences(
         active = keep.map((i) => active[i]);
         pads = keep.map((i) => pads[i]);
       }
+      rowGroups?.(sizes(active));
       if (mode === 'cache') {
         const out = step(
           model,
@@ -206,5 +293,46 @@ export async function generateSequences(
     disposeCache(cache);
     if (logits && !logits.isDisposed) logits.dispose();
   }
-  return { sequences, logProbs, finished };
+  return outputs();
+}
+
+/**
+ * Draws the next token of every active row: each group from its own block of rows with its own
+ * settings and stream (one draw per row, in row order, as a lone group draws).
+ */
+async function sampleByGroup(
+  model: GenerationModel,
+  logits: tf.Tensor2D,
+  counts: readonly number[],
+  plans: readonly GroupPlan[],
+): Promise<{ tokens: number[]; logProbs: number[] }> {
+  const tokens: number[] = [];
+  const lps: number[] = [];
+  const onDevice = samplesOnDevice();
+  const host = onDevice ? null : ((await logits.data()) as Float32Array);
+  let offset = 0;
+  for (let g = 0; g < plans.length; g++) {
+    const rows = counts[g];
+    if (rows === 0) continue;
+    const whole = rows === logits.shape[0];
+    let pick: { tokens: ArrayLike<number>; logProbs: ArrayLike<number> };
+    if (onDevice) {
+      const block = whole ? logits : (tf.slice(logits, [offset, 0], [rows, model.vocabSize]) as tf.Tensor2D);
+      try {
+        pick = await sampleNextTokensOnDevice(block, plans[g].sampler, plans[g].rng);
+      } finally {
+        if (!whole) block.dispose();
+      }
+    } else {
+      const v = model.vocabSize;
+      const block = whole ? (host as Float32Array) : (host as Float32Array).subarray(offset * v, (offset + rows) * v);
+      pick = sampleNextTokens(block, v, plans[g].sampler, plans[g].rng);
+    }
+    for (let i = 0; i < rows; i++) {
+      tokens.push(pick.tokens[i]);
+      lps.push(pick.logProbs[i]);
+    }
+    offset += rows;
+  }
+  return { tokens, logProbs: lps };
 }
