@@ -11,6 +11,7 @@ export const TENSORFLOW_SUITE = [
   'test/model-generate.test.ts', // KV cache = recompute
   'test/model-grad.test.ts', // gradients vs finite differences
   'test/joint-passes.test.ts', // joint LoRA passes = per-agent passes
+  'test/joint-training.test.ts', // MAGRPO / CoLLM-CC with joint passes = per-agent passes
   'test/optim.test.ts', // AdamW vs torch
   'test/model-train-memory.test.ts', // tensor count flat
   'test/collm-memory.test.ts', // tensor count flat (critics)

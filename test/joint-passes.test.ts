@@ -8,7 +8,7 @@ import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger } from '../src/backend/index.js';
-import { createTinyModel, JointLoraPasses, loadCausalLM, loraSectionSchema, loraSettings, type SamplingOptions, type TfCausalLM } from '../src/model/index.js';
+import { createTinyModel, JointLoraPasses, loadCausalLM, loraSectionSchema, loraSettings, type GenerationOutput, type SamplingOptions, type TfCausalLM } from '../src/model/index.js';
 import { unplannedPass } from '../src/memory/plan.js';
 import { createRng } from '../src/util/rng.js';
 import { backendUnderTest } from './backend-under-test.js';
@@ -73,7 +73,7 @@ function maxAbsDiff(a: readonly number[], b: readonly number[]): number {
 describe.each([2, 3])('joint passes of %i LoRA agents on one base', (n) => {
   it('sample the same tokens with the same log-probs as per-agent generation', async () => {
     const reqs = requests(n);
-    const alone = [];
+    const alone: GenerationOutput[] = [];
     for (let i = 0; i < n; i++) alone.push(await models[i].generate(reqs[i].prompts, samplingOptions(i, reqs[i])));
     const joint = JointLoraPasses.of(models.slice(0, n));
     expect(joint).not.toBeNull();

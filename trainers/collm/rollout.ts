@@ -11,7 +11,8 @@ import type { GlobalInfo, LLMDecPOMDP } from '../../src/decpomdp/types.js';
 import type { Rng } from '../../src/util/rng.js';
 import type { PhaseTimer } from '../core/metrics.js';
 import { behaviourLogProbs } from './steps.js';
-import { encodePrompt, generateGroup, type CompletionGroup, type CompletionSampler, type GenerationSettings } from '../core/generation.js';
+import { encodePrompt, generateRound, type CompletionGroup, type CompletionSampler, type GenerationSettings } from '../core/generation.js';
+import type { JointLoraPasses } from '../../src/model/lora/joint.js';
 import { assertFiniteReward } from '../core/trainer.js';
 import { takeJointActions, type RolloutStep } from '../core/joint-step.js';
 import type { ReferenceKlTracker } from '../core/reference-kl.js';
@@ -29,6 +30,8 @@ export interface RolloutContext<T, S> {
   readonly referenceKl?: ReferenceKlTracker | null;
   /** Completions given in place of sampling (see {@link CompletionSampler}). */
   readonly sampler?: CompletionSampler | null;
+  /** Joint passes over the agents (LoRA agents on one base), else null: each agent samples and is scored alone. */
+  readonly joint?: JointLoraPasses | null;
 }
 
 /** What the agents saw and sampled at one turn of a rollout. */
@@ -55,13 +58,15 @@ export async function sampleTurn<T, S>(ctx: RolloutContext<T, S>, state: S, k: n
   const globalInfo = env.globalInfo(state);
   const observations = agents.map((_, i) => env.observe(state, i));
   const promptIds = agents.map((a, i) => encodePrompt(a, observations[i], env.rendering?.(state, i)));
-  const groups: CompletionGroup[] = [];
-  const behaviour: number[][] = [];
-  for (let i = 0; i < agents.length; i++) {
-    const group = await timer.time('generation', () => generateGroup(agents[i], promptIds[i], k, ctx.settings, ctx.rng, { index: i, sampler: ctx.sampler }));
-    groups.push(group);
-    behaviour.push(await timer.time('scoring', () => behaviourLogProbs(agents[i].model, group.ids.map(() => promptIds[i]), group.ids)));
-  }
+  // LoRA agents on one base sample, and are scored, in joint passes.
+  const joint = ctx.joint ?? null;
+  const groups = await timer.time('generation', () => generateRound(agents, promptIds, k, ctx.settings, ctx.rng, joint, ctx.sampler ?? null));
+  const behaviour = await timer.time('scoring', async () => {
+    if (joint) return sequenceSums(await joint.tokenLogProbs(groups.map((g, i) => ({ promptIds: g.ids.map(() => promptIds[i]), completionIds: g.ids }))));
+    const out: number[][] = [];
+    for (let i = 0; i < agents.length; i++) out.push(await behaviourLogProbs(agents[i].model, groups[i].ids.map(() => promptIds[i]), groups[i].ids));
+    return out;
+  });
   const tracker = ctx.referenceKl;
   if (!tracker) return { globalInfo, observations, promptIds, groups, behaviour };
   const { kl, referenceLogProbs } = await timer.time('reference_kl', () => tracker.turnKls(promptIds, groups.map((g) => g.ids)));
@@ -188,4 +193,15 @@ export async function predictDistinct(
   );
   const byKey = new Map(unique.map((j, q) => [keys[j], preds[q]]));
   return keys.map((key) => byKey.get(key) as number);
+}
+
+/** Σ of each completion's token log-probs, per agent (as {@link behaviourLogProbs} sums them). */
+function sequenceSums(perAgent: readonly (readonly (readonly number[])[])[]): number[][] {
+  return perAgent.map((rows) =>
+    rows.map((lp, i) => {
+      const s = lp.reduce((a, b) => a + b, 0);
+      if (!Number.isFinite(s)) throw new Error(`behaviour log-prob of completion ${i} is ${s} (non-finite)`);
+      return s;
+    }),
+  );
 }

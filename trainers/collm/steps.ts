@@ -125,13 +125,18 @@ export function actorStep(
   options: UpdateStepOptions,
   recorder?: RatioRecorder,
 ): UpdateStepResult {
-  for (const r of rows) {
-    if (!Number.isFinite(r.advantage)) throw new Error(`${options.label}: non-finite advantage (${r.advantage})`);
-    if (r.oldLogProb !== null && !Number.isFinite(r.oldLogProb)) throw new Error(`${options.label}: non-finite behaviour log-prob (${r.oldLogProb})`);
-  }
+  checkActorRows(rows, options.label);
   const g = sequenceLossGradients(model, rows, actorObjective(settings, recorder), { chunkSize: options.chunkSize, label: options.label });
   const applied = applyGradients(optimizer, g.grads, options.maxGradNorm, options.label);
   return { loss: g.loss, gradNorm: applied.gradNorm };
+}
+
+/** Refuses actor rows with a non-finite advantage or behaviour log-prob, naming `label`. */
+export function checkActorRows(rows: readonly ActorRow[], label: string): void {
+  for (const r of rows) {
+    if (!Number.isFinite(r.advantage)) throw new Error(`${label}: non-finite advantage (${r.advantage})`);
+    if (r.oldLogProb !== null && !Number.isFinite(r.oldLogProb)) throw new Error(`${label}: non-finite behaviour log-prob (${r.oldLogProb})`);
+  }
 }
 
 /** One critic regression sample. */

@@ -62,7 +62,9 @@ import {
   type ActorCriticState,
   type CriticEstimates,
 } from './run.js';
-import { actorRow, actorStep, criticStep, sharedStep, type RatioRecorder, type UpdateStepOptions, type ValueRow } from './steps.js';
+import { actorObjective, actorRow, actorStep, checkActorRows, criticStep, sharedStep, type ActorRow, type RatioRecorder, type UpdateStepOptions, type ValueRow } from './steps.js';
+import { jointStepOnSequenceLoss } from '../core/loss.js';
+import type { JointLoraPasses } from '../../src/model/lora/joint.js';
 
 /** One played turn with every critic's inputs and values per joint sample k: `[slot][k]`. */
 interface CriticTurn<S> extends PlayedTurn<S> {
@@ -337,7 +339,9 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
     } else {
       for (const mb of plan()) {
         await this.estimatesFor(flush, mb);
-        for (let i = 0; i < agents.length; i++) await this.agentStep(flush, mb, i);
+        const joint = this.jointActors(flush);
+        if (joint) await this.jointAgentSteps(joint, flush, mb);
+        else for (let i = 0; i < agents.length; i++) await this.agentStep(flush, mb, i);
         // A centralized critic: once per joint minibatch (CoMLRL: once per agent), after the actors.
         await this.centralizedCriticSteps(flush, mb);
       }
@@ -386,8 +390,7 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
   /** Step 3 for actor i on one minibatch, with the critic it owns (a separate one after it, or a head joining its loss). */
   private async agentStep(flush: Flush, mb: Minibatch, i: number): Promise<void> {
     const { agents, config, criticSet } = this;
-    const { metrics, transitions } = flush;
-    const e = (flush.current as { e: CriticEstimates[] }).e;
+    const { metrics } = flush;
     const ratio = { useRatio: config.use_importance_ratio, clipRange: config.ratio_clip_range };
     const label = `${criticSet.label} agent ${i} ('${agents[i].name}'), turn ${mb.turn + 1}, epoch ${mb.epoch + 1}`;
     const owned = criticSet.slots.findIndex((s) => s.owner === i);
@@ -398,7 +401,7 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
       if (owned >= 0) await this.stepCritic(owned, this.valueRows(flush, mb, owned), `${label} critic`, mb.turn, metrics);
       return;
     }
-    const rows = mb.indices.map((j) => actorRow(transitions[j].agents[i], e[criticSet.slotOf(i)].advantages[j], this.run.policyVersions[i], mb.indices.length, config.reference_kl_coef));
+    const rows = this.actorRows(flush, mb, i);
     const recorder: RatioRecorder = { ratios: [] };
     if (owned >= 0 && criticSet.slots[owned].sharesActor) {
       // A head on the actor's backbone: actor loss + coef · clipped value loss, one backward, one step.
@@ -434,6 +437,56 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
     }
     this.run.policyVersions[i]++;
     metrics.ratio(mb.turn, recorder.ratios);
+  }
+
+  /** Actor i's rows of a minibatch: its samples with their advantages under its critic. */
+  private actorRows(flush: Flush, mb: Minibatch, i: number): ActorRow[] {
+    const e = (flush.current as { e: CriticEstimates[] }).e;
+    const { transitions } = flush;
+    const slot = this.criticSet.slotOf(i);
+    return mb.indices.map((j) => actorRow(transitions[j].agents[i], e[slot].advantages[j], this.run.policyVersions[i], mb.indices.length, this.config.reference_kl_coef));
+  }
+
+  /**
+   * The joint passes the actors step in, when they may: LoRA agents on one base without dropout,
+   * actors not frozen, and no critic head on an actor's backbone (whose loss joins the actor's).
+   */
+  private jointActors(flush: Flush): JointLoraPasses | null {
+    const joint = this.joint;
+    if (!joint?.trainable || flush.actorsFrozen || this.criticSet.slots.some((s) => s.sharesActor)) return null;
+    return joint;
+  }
+
+  /**
+   * Step 3 for every actor on one minibatch in joint passes, then each owned critic's step: each
+   * actor's step is its own (its loss reaches only its adapter), and no critic reads an actor's
+   * weights, so the order differs from {@link agentStep}'s but not the result.
+   */
+  private async jointAgentSteps(joint: JointLoraPasses, flush: Flush, mb: Minibatch): Promise<void> {
+    const { agents, config, criticSet } = this;
+    const { metrics } = flush;
+    const ratio = { useRatio: config.use_importance_ratio, clipRange: config.ratio_clip_range };
+    const recorders: RatioRecorder[] = agents.map(() => ({ ratios: [] }));
+    const labels = agents.map((a, i) => `${criticSet.label} agent ${i} ('${a.name}'), turn ${mb.turn + 1}, epoch ${mb.epoch + 1}`);
+    const parts = agents.map((_, i) => {
+      const rows = this.actorRows(flush, mb, i);
+      checkActorRows(rows, labels[i]);
+      return { rows, loss: actorObjective(ratio, recorders[i]), optimizer: this.actorOptimizers[i], label: labels[i] };
+    });
+    const results = await this.timer.time('training', () => jointStepOnSequenceLoss(joint, parts, { maxGradNorm: config.max_grad_norm, chunkSize: config.scoring_batch_size }));
+    for (let i = 0; i < agents.length; i++) {
+      const a = results[i];
+      this.optimizerSteps++;
+      this.trace?.({ kind: 'policy_step', agent: i, turn: mb.turn, loss: a.loss, gradNorm: a.gradNorm });
+      metrics.loss(mb.turn, i, 'policy_loss', a.loss);
+      const owned = criticSet.slots.findIndex((s) => s.owner === i);
+      const c = owned >= 0 ? await this.criticUpdate(owned, this.valueRows(flush, mb, owned), `${labels[i]} critic`, mb.turn) : null;
+      if (c) metrics.loss(mb.turn, i, 'value_loss', c.loss);
+      metrics.gradNorm(i, 'grad_norm', a.gradNorm);
+      if (c) metrics.gradNorm(i, 'critic_grad_norm', c.gradNorm);
+      this.run.policyVersions[i]++;
+      metrics.ratio(mb.turn, recorders[i].ratios);
+    }
   }
 
   /** One step of each critic no actor owns (the centralized critic) on a minibatch. */
@@ -483,7 +536,7 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
   }
 
   private rolloutContext(): RolloutContext<T, S> {
-    return { agents: this.agents, env: this.env, settings: this.settings, rng: this.samplingRng, timer: this.timer, label: this.names.label, referenceKl: this.referenceKl, sampler: this.sampler };
+    return { agents: this.agents, env: this.env, settings: this.settings, rng: this.samplingRng, timer: this.timer, label: this.names.label, referenceKl: this.referenceKl, sampler: this.sampler, joint: this.joint };
   }
 
   // -------------------------------------------------------------------------------------------

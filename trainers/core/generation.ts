@@ -6,7 +6,9 @@ import type { Agent } from '../../src/decpomdp/agent.js';
 import type { ObservationRendering } from '../../src/decpomdp/types.js';
 import type { ChatMessage } from '../../src/tokenizer/types.js';
 import { resolveSampling, type ResolvedSampling } from '../../src/sampling/defaults.js';
-import type { Rng } from '../../src/util/rng.js';
+import type { JointLoraPasses } from '../../src/model/lora/joint.js';
+import type { GenerationOutput, SamplingOptions } from '../../src/model/types.js';
+import { createRng, type Rng } from '../../src/util/rng.js';
 
 /**
  * Token ids of the prompt agent `agent` gets for observation `observation`.
@@ -201,20 +203,30 @@ export async function generateGroups(
 ): Promise<CompletionGroup[]> {
   if (source?.sampler) return sampledElsewhere(agent, source.index, prompts, k, source.sampler);
   for (const p of prompts) checkPromptFits(agent, p.length, settings.maxNewTokens);
-  const sampling = agentSampling(agent, settings);
   const out = await agent.model.generate(
     prompts.map((p) => [...p]),
-    {
-      maxNewTokens: settings.maxNewTokens,
-      temperature: sampling.temperature,
-      topP: sampling.topP,
-      topK: sampling.topK,
-      greedy: settings.greedy ?? false,
-      numReturnSequences: k,
-      eosTokenIds: stopIds(agent),
-      rng,
-    },
+    agentSamplingOptions(agent, k, settings, rng),
   );
+  return completionGroups(agent, prompts, k, out);
+}
+
+/** The `generate` options agent `agent` samples K completions with under `settings`. */
+function agentSamplingOptions(agent: Agent, k: number, settings: GenerationSettings, rng: Rng): SamplingOptions {
+  const sampling = agentSampling(agent, settings);
+  return {
+    maxNewTokens: settings.maxNewTokens,
+    temperature: sampling.temperature,
+    topP: sampling.topP,
+    topK: sampling.topK,
+    greedy: settings.greedy ?? false,
+    numReturnSequences: k,
+    eosTokenIds: stopIds(agent),
+    rng,
+  };
+}
+
+/** One group of K decoded completions per prompt from a `generate` output. */
+function completionGroups(agent: Agent, prompts: readonly number[][], k: number, out: GenerationOutput): CompletionGroup[] {
   if (out.sequences.length !== prompts.length * k) {
     throw new Error(`agent '${agent.name}': generate returned ${out.sequences.length} sequences, expected ${prompts.length * k}`);
   }
@@ -230,6 +242,40 @@ export async function generateGroups(
       finished: out.finished.slice(p * k, (p + 1) * k),
     };
   });
+}
+
+/**
+ * The random stream of each agent for one round of sampling, drawn from `rng` in agent order: an
+ * agent's draws then do not depend on when the others draw theirs, so the agents sampling one after
+ * another or all in one joint pass take the same tokens.
+ */
+export function agentStreams(rng: Rng, agents: number): Rng[] {
+  return Array.from({ length: agents }, () => createRng(`agent-stream:${Math.floor(rng.next() * 2 ** 32)}`));
+}
+
+/**
+ * One round of sampling: agent i samples `k` completions of `prompts[i]` (each agent with its own
+ * stream, {@link agentStreams}). With `joint` (LoRA agents on one base), all agents sample in one
+ * batch; otherwise one after another. With a sampler in `sampler`, the completions come from it.
+ */
+export async function generateRound(
+  agents: readonly Agent[],
+  prompts: readonly (readonly number[])[],
+  k: number,
+  settings: GenerationSettings,
+  rng: Rng,
+  joint: JointLoraPasses | null,
+  sampler: CompletionSampler | null = null,
+): Promise<CompletionGroup[]> {
+  const streams = agentStreams(rng, agents.length);
+  if (joint === null || sampler !== null) {
+    const out: CompletionGroup[] = [];
+    for (let i = 0; i < agents.length; i++) out.push(await generateGroup(agents[i], prompts[i], k, settings, streams[i], { index: i, sampler }));
+    return out;
+  }
+  agents.forEach((agent, i) => checkPromptFits(agent, prompts[i].length, settings.maxNewTokens));
+  const outs = await joint.generate(agents.map((agent, i) => ({ promptIds: [[...prompts[i]]], options: agentSamplingOptions(agent, k, settings, streams[i]) })));
+  return agents.map((agent, i) => completionGroups(agent, [[...prompts[i]]], k, outs[i])[0]);
 }
 
 /** {@link generateGroups} for a single prompt. */

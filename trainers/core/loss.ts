@@ -5,6 +5,7 @@
  */
 import * as tf from '@tensorflow/tfjs';
 import { sampleMemory } from '../../src/logging/memory.js';
+import type { JointLoraPasses } from '../../src/model/lora/joint.js';
 import type { CausalLM, CompletionScores } from '../../src/model/types.js';
 import type { AdamW } from '../../src/optim/adamw.js';
 import { clipGradNorm, sumOfSquares } from '../../src/optim/clip.js';
@@ -258,4 +259,132 @@ export function stepOnSequenceLoss<R extends ScoredCompletion>(
     gradientSeconds: (t1 - t0) / 1000,
     optimizerSeconds: (t2 - t1) / 1000,
   };
+}
+
+/** One agent's part of a {@link jointStepOnSequenceLoss}. */
+export interface JointAgentLoss<R extends ScoredCompletion> {
+  readonly rows: readonly R[];
+  readonly loss: SequenceLoss<R>;
+  /** Rows that contribute nothing; they are not scored. */
+  readonly skip?: (row: R) => boolean;
+  readonly optimizer: AdamW;
+  /** Prefix for this agent's error messages. */
+  readonly label: string;
+}
+
+/**
+ * One optimizer step for each agent of a joint pass (LoRA agents on one base), each on its own
+ * sequence loss: every forward/backward pass scores rows of all agents together, and since an
+ * agent's loss reaches only its own adapter, the gradient of the summed loss is each agent's own.
+ * The result equals a {@link stepOnSequenceLoss} per agent (up to float summation order).
+ * @throws Error naming the agent when its loss or gradient norm is non-finite (no step is taken
+ *   for it or for the agents after it).
+ */
+export function jointStepOnSequenceLoss<R extends ScoredCompletion>(
+  joint: JointLoraPasses,
+  agents: readonly JointAgentLoss<R>[],
+  options: { readonly maxGradNorm: number | null | undefined; readonly chunkSize: number | null | undefined },
+): PolicyGradientResult[] {
+  if (agents.length !== joint.models.length) throw new Error(`joint update: ${agents.length} agents' losses for ${joint.models.length} models`);
+  const t0 = performance.now();
+  const scored = agents.map((a) => (a.skip ? a.rows.filter((r) => !a.skip?.(r)) : [...a.rows]));
+  scored.forEach((rows, i) => {
+    for (const r of rows) if (r.completionIds.length === 0) throw new Error(`${agents[i].label}: an empty completion cannot be scored`);
+  });
+  const order = scored.flatMap((rows, agent) => rows.map((row) => ({ agent, row })));
+  const plan = joint.planPasses(order, ({ row }) => ({ width: row.promptIds.length + row.completionIds.length, scored: row.completionIds.length }), {
+    label: `${agents.map((a) => a.label).join(' + ')}: joint scoring`,
+    backward: true,
+    maxRows: options.chunkSize,
+  });
+  const acc = new Map<string, tf.Tensor>();
+  const losses = agents.map(() => 0);
+  try {
+    for (const chunk of plan.batches) {
+      const parts = agents.map((_, agent) => chunk.filter((c) => c.agent === agent).map((c) => c.row));
+      const values: (tf.Scalar | null)[] = [];
+      const { value, grads } = tf.variableGrads(
+        () =>
+          tf.tidy(() => {
+            const scores = joint.scoreCompletions(
+              parts.map((rows) => ({ promptIds: rows.map((r) => [...r.promptIds]), completionIds: rows.map((r) => [...r.completionIds]) })),
+              plan.pass,
+            );
+            const terms = parts.map((rows, a) => {
+              if (rows.length === 0) return null;
+              // Masked positions hold 0, so the row sum is exactly Σ over the completion's own tokens.
+              const l = agents[a].loss(tf.sum(scores[a].tokenLogProbs, 1) as tf.Tensor1D, rows, scores[a]);
+              values.push(tf.keep(l.clone()));
+              return l;
+            });
+            const present = terms.filter((t): t is tf.Scalar => t !== null);
+            return (present.length === 1 ? present[0] : tf.addN(present)) as tf.Scalar;
+          }),
+        joint.trainableVariables(),
+      );
+      sampleMemory();
+      value.dispose();
+      let k = 0;
+      let bad: string | null = null;
+      parts.forEach((rows, a) => {
+        if (rows.length === 0) return;
+        const v = values[k++]!.dataSync()[0];
+        if (!Number.isFinite(v) && bad === null) bad = `${agents[a].label}: the loss is ${v} (non-finite) on a chunk of ${rows.length} completions; check rewards/advantages for NaN or Infinity, or lower the learning rate`;
+        losses[a] += v;
+      });
+      tf.dispose(values.filter((t): t is tf.Scalar => t !== null));
+      if (bad !== null) {
+        tf.dispose(Object.values(grads));
+        throw new Error(bad);
+      }
+      for (const [name, g] of Object.entries(grads)) {
+        const prev = acc.get(name);
+        if (prev) {
+          acc.set(name, tf.add(prev, g));
+          prev.dispose();
+          g.dispose();
+        } else acc.set(name, g);
+      }
+    }
+  } catch (err) {
+    for (const g of acc.values()) g.dispose();
+    throw err;
+  }
+  const t1 = performance.now();
+  const gradsOf = joint.models.map((m, a) => {
+    const out: tf.NamedTensorMap = {};
+    for (const v of m.trainableVariables()) {
+      const g = acc.get(v.name);
+      acc.delete(v.name);
+      // As alone: an agent with nothing scored had a constant zero loss (zero gradients); one that
+      // scored rows has a gradient for each variable its loss reached.
+      if (g) out[v.name] = g;
+      else if (scored[a].length === 0) out[v.name] = tf.zerosLike(v);
+    }
+    return out;
+  });
+  for (const g of acc.values()) g.dispose();
+  const gradientSeconds = (t1 - t0) / 1000;
+  const results: PolicyGradientResult[] = [];
+  for (let a = 0; a < agents.length; a++) {
+    const s0 = performance.now();
+    let applied: AppliedGradients;
+    try {
+      applied = applyGradients(agents[a].optimizer, gradsOf[a], options.maxGradNorm, agents[a].label);
+    } catch (err) {
+      for (const g of gradsOf.slice(a + 1)) tf.dispose(Object.values(g));
+      throw err;
+    }
+    results.push({
+      loss: losses[a],
+      gradNorm: applied.gradNorm,
+      clipped: applied.clipped,
+      rowsScored: scored[a].length,
+      tokensScored: scored[a].reduce((n, r) => n + r.completionIds.length, 0),
+      // The joint pass's time, shared out by rows scored.
+      gradientSeconds: order.length > 0 ? (gradientSeconds * scored[a].length) / order.length : 0,
+      optimizerSeconds: (performance.now() - s0) / 1000,
+    });
+  }
+  return results;
 }

@@ -218,19 +218,31 @@ export function klPolicyGradientStep(
   options: PolicyGradientOptions = {},
 ): PolicyGradientResult & { readonly klLoss: number } {
   const label = options.label ?? 'policy update';
+  const objective = klPolicyObjective(rows, label);
+  const result = stepOnSequenceLoss(model, optimizer, rows, objective.loss, { ...options, label, skip: objective.skip });
+  return { ...result, klLoss: objective.klLoss() };
+}
+
+/**
+ * The loss of {@link klPolicyGradientStep} over `rows` (checked here), which rows it skips, and the
+ * KL part of the loss summed over the passes it ran in.
+ */
+export function klPolicyObjective(
+  rows: readonly KlPolicyGradientRow[],
+  label: string,
+): { loss: SequenceLoss<KlPolicyGradientRow>; skip: (r: KlPolicyGradientRow) => boolean; klLoss: () => number } {
   for (const r of rows) {
     if (!Number.isFinite(r.coef) || !Number.isFinite(r.klWeight)) throw new Error(`${label}: a row has a non-finite weight (${r.coef}, KL ${r.klWeight})`);
     if (r.refLogProbs.length !== r.completionIds.length) throw new Error(`${label}: ${r.refLogProbs.length} reference log-probs for ${r.completionIds.length} tokens`);
     if (r.completionIds.length === 0) throw new Error(`${label}: an empty completion cannot be scored`);
   }
   let klLoss = 0;
-  const klTerm: SequenceLoss<KlPolicyGradientRow> = (seq, chunk, scores) => {
+  const loss: SequenceLoss<KlPolicyGradientRow> = (seq, chunk, scores) => {
     const kl = (scores && klLossTerm(scores, chunk)) ?? tf.scalar(0);
     klLoss += kl.dataSync()[0];
     return tf.add(linearPolicyLoss(seq, chunk), kl) as tf.Scalar;
   };
-  const result = stepOnSequenceLoss(model, optimizer, rows, klTerm, { ...options, label, skip: (r) => r.coef === 0 && r.klWeight === 0 });
-  return { ...result, klLoss };
+  return { loss, skip: (r) => r.coef === 0 && r.klWeight === 0, klLoss: () => klLoss };
 }
 
 // ---------------------------------------------------------------------------------------------

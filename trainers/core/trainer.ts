@@ -4,6 +4,7 @@
  * env steps and optimizer steps, throttle train logs by `logging_steps`, play eval episodes, and
  * snapshot all that (with the optimizers' moments) for an exact resume. The algorithm itself lives in each trainer's file.
  */
+import { JointLoraPasses } from '../../src/model/lora/joint.js';
 import type * as tf from '@tensorflow/tfjs';
 import type { Agent } from '../../src/decpomdp/agent.js';
 import type { LLMDecPOMDP } from '../../src/decpomdp/types.js';
@@ -108,6 +109,8 @@ export interface TrainerRunFields extends TrainerSectionFields, Partial<LrSchedu
   readonly adam_betas: [number, number];
   readonly adam_eps: number;
   readonly weight_decay: number;
+  /** LoRA agents on one base run joint passes unless false (see `JointLoraPasses`). */
+  readonly joint_passes?: boolean;
 }
 
 /**
@@ -191,6 +194,11 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
 
   protected samplingRng: Rng;
   protected minibatchRng: Rng;
+  /**
+   * Joint passes over every agent when all are LoRA models on one loaded base and `joint_passes`
+   * is not false; null otherwise (each agent runs its own passes).
+   */
+  protected readonly joint: JointLoraPasses | null;
   protected cursor: DatasetCursor = { epoch: 0, index: 0 };
   protected envStep = 0;
   protected optimizerSteps = 0;
@@ -239,6 +247,7 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
     this.trainBatchSize = config.train_batch_size ?? config.rollout_buffer_size;
     this.samplingRng = rngFor(config.seed, 'sampling');
     this.minibatchRng = rngFor(config.seed, 'minibatch');
+    this.joint = config.joint_passes === false ? null : JointLoraPasses.of(this.agents.map((a) => a.model));
   }
 
   /** Where agent i's training completions come from (its own sampling, or the given sampler). */

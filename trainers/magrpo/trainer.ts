@@ -23,13 +23,14 @@
  * non-finite losses raise, random streams are seeded.
  */
 import { planMinibatches } from '../../src/buffer/replay.js';
+import type { JointLoraPasses } from '../../src/model/lora/joint.js';
 import type { AdamW } from '../../src/optim/adamw.js';
 import { groupAdvantages, hasZeroSpread, mean, type AdvantageMode } from './advantage.js';
 import type { EvalEpisode } from '../core/eval.js';
-import { encodePrompt, generateGroup, type CompletionGroup } from '../core/generation.js';
+import { encodePrompt, generateRound, type CompletionGroup } from '../core/generation.js';
 import { takeJointActions } from '../core/joint-step.js';
-import { policyGradientStep, type PolicyGradientRow } from '../core/loss.js';
-import { groupKl, klMetrics, klPolicyGradientStep, referenceOf, type GroupKl, type KlPolicyGradientRow, type ReferencePolicy } from '../core/reference-kl.js';
+import { jointStepOnSequenceLoss, linearPolicyLoss, stepOnSequenceLoss, type JointAgentLoss, type PolicyGradientResult, type PolicyGradientRow, type SequenceLoss } from '../core/loss.js';
+import { groupKl, klMetrics, klPolicyObjective, referenceOf, type GroupKl, type KlPolicyGradientRow, type ReferencePolicy } from '../core/reference-kl.js';
 import { drainAgentWindows, turnKey, type MetricRecord, type UpdateWindow } from '../core/metrics.js';
 import type { TrainerState } from '../core/state.js';
 import { assertFiniteReward, TrainerBase, type OnePathEvalResult, type TrainerInputs, type TrainerNames, type TrainOptions } from '../core/trainer.js';
@@ -312,19 +313,23 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
   protected async trainOn(task: T): Promise<void> {
     const root = await this.rolloutTree(task);
     const samples = treeSamples(root, this.agents.length, this.k, this.config.joint_mode);
+    const updates: PendingUpdate[] = [];
     for (let a = 0; a < this.agents.length; a++) {
       for (const sample of samples[a]) {
         this.buffers[a].push(sample);
-        if (this.buffers[a].length >= this.config.rollout_buffer_size) await this.updateAgent(a);
+        if (this.buffers[a].length >= this.config.rollout_buffer_size) updates.push(this.takeBuffer(a));
       }
     }
+    await this.runUpdates(updates);
     this.recordTree(root);
     await this.maybeLogTrain(root);
   }
 
   /** Epoch end: whatever is left in the buffers is trained on too. */
   protected async endEpoch(): Promise<void> {
-    for (let a = 0; a < this.agents.length; a++) if (this.buffers[a].length > 0) await this.updateAgent(a);
+    const updates: PendingUpdate[] = [];
+    for (let a = 0; a < this.agents.length; a++) if (this.buffers[a].length > 0) updates.push(this.takeBuffer(a));
+    await this.runUpdates(updates);
     await this.logEpochEnd();
   }
 
@@ -341,16 +346,14 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
     const { agents, env, k } = this;
     const { joint_mode: mode, num_turns: numTurns, discount } = this.config;
 
-    // Every agent observes the state and samples K completions (one generate call per agent).
+    // Every agent observes the state and samples K completions (LoRA agents on one base: in one joint pass).
     const observations = agents.map((_, i) => env.observe(state, i));
-    const groups: CompletionGroup[] = [];
-    for (let i = 0; i < agents.length; i++) {
-      const promptIds = encodePrompt(agents[i], observations[i], env.rendering?.(state, i));
-      const group = await this.timer.time('generation', () => generateGroup(agents[i], promptIds, k, this.settings, this.samplingRng, this.completionSource(i)));
+    const prompts = agents.map((agent, i) => encodePrompt(agent, observations[i], env.rendering?.(state, i)));
+    const groups = await this.timer.time('generation', () => generateRound(agents, prompts, k, this.settings, this.samplingRng, this.joint, this.sampler));
+    groups.forEach((group, i) => {
       this.tokensWindow[i] += group.ids.reduce((s, c) => s + c.length, 0);
       this.completionsWindow[i] += group.ids.length;
-      groups.push(group);
-    }
+    });
     const kl = await this.referenceKl(groups);
 
     // Joint actions (aligned: K, cross: K^n) and their joint rewards.
@@ -394,36 +397,93 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
   // 3–4. Buffers → minibatches → one AdamW step each.
   // -------------------------------------------------------------------------------------------
 
-  /** Consumes agent a's buffer: by turn group, shuffled minibatches, one optimizer step each. */
-  private async updateAgent(a: number): Promise<void> {
+  /**
+   * Empties agent a's buffer into an update: by turn group (ascending), each shuffled and cut into
+   * minibatches (the plan the actor-critic trainers use, one pass). Plans are drawn in the order
+   * the buffers fill, whether the updates then run one agent at a time or jointly.
+   */
+  private takeBuffer(a: number): PendingUpdate {
     const buffer = this.buffers[a];
     this.buffers[a] = [];
-    const { advantage_mode: mode, advantage_normalization: normalize } = this.config;
-    const agent = this.agents[a];
-    // By turn group (ascending), each shuffled and cut into minibatches: the plan the actor-critic trainers use, one pass.
     const plan = planMinibatches(buffer.map((s) => s.turn), { batchSize: this.trainBatchSize, epochs: 1, rng: this.minibatchRng });
-    const { reference_kl_enabled: klOn, reference_kl_coef: klCoef, kl_mode: klMode } = this.config;
-    const padded = this.config.score_last_token === false ? { padId: agent.tokenizer.padTokenId } : null;
-    for (const { turn, indices } of plan) {
-      const minibatch = indices.map((i) => buffer[i]);
-      this.traceAdvantages(minibatch, padded);
-      const options = {
-        maxGradNorm: this.config.max_grad_norm,
-        chunkSize: this.config.scoring_batch_size,
-        label: `${this.names.label} agent ${a} ('${agent.name}'), turn ${turn + 1}`,
-      };
-      const result = await this.timer.time('training', () =>
-        klOn && klMode === 'loss'
-          ? klPolicyGradientStep(agent.model, this.optimizers[a], minibatchKlRows(minibatch, mode, normalize, klCoef), options)
-          : policyGradientStep(agent.model, this.optimizers[a], minibatchRows(minibatch, mode, normalize, klOn ? klCoef : 0, padded), options),
-      );
-      this.optimizerSteps++;
-      this.trace?.({ kind: 'policy_step', agent: a, turn, loss: result.loss, gradNorm: result.gradNorm });
-      const w = this.updateWindow[a];
-      w.steps++;
-      w.lossSum += result.loss;
-      w.gradNormSum += result.gradNorm;
+    return { agent: a, minibatches: plan.map(({ turn, indices }) => ({ turn, samples: indices.map((i) => buffer[i]) })) };
+  }
+
+  /**
+   * Runs the updates: LoRA agents on one base (joint passes on, no dropout) step together, the
+   * j-th update of every agent in one joint pass per minibatch, when all agents have one of the
+   * same shape; any other update runs alone. Each agent's steps are its own either way.
+   */
+  private async runUpdates(updates: readonly PendingUpdate[]): Promise<void> {
+    const joint = this.joint?.trainable ? this.joint : null;
+    const byAgent = this.agents.map((_, a) => updates.filter((u) => u.agent === a));
+    const together = new Set<PendingUpdate>();
+    if (joint) {
+      for (let j = 0; j < byAgent[0].length; j++) {
+        const round = byAgent.map((list) => list[j]);
+        if (!round.every((u) => u !== undefined && sameShape(u, round[0]))) continue;
+        for (const u of round) together.add(u);
+        await this.updateJointly(joint, round);
+      }
     }
+    for (const u of updates) if (!together.has(u)) await this.updateAgent(u);
+  }
+
+  /** The rows and loss of agent a's step on one minibatch. */
+  private agentLoss(a: number, minibatch: readonly NodeSample[], turn: number): JointAgentLoss<PolicyGradientRow> & { label: string } {
+    const { advantage_mode: mode, advantage_normalization: normalize, reference_kl_enabled: klOn, reference_kl_coef: klCoef, kl_mode: klMode } = this.config;
+    const agent = this.agents[a];
+    const label = `${this.names.label} agent ${a} ('${agent.name}'), turn ${turn + 1}`;
+    if (klOn && klMode === 'loss') {
+      const rows = minibatchKlRows(minibatch, mode, normalize, klCoef);
+      const objective = klPolicyObjective(rows, label);
+      return { rows, loss: objective.loss as SequenceLoss<PolicyGradientRow>, skip: objective.skip as (r: PolicyGradientRow) => boolean, optimizer: this.optimizers[a], label };
+    }
+    const padded = this.config.score_last_token === false ? { padId: agent.tokenizer.padTokenId } : null;
+    const rows = minibatchRows(minibatch, mode, normalize, klOn ? klCoef : 0, padded);
+    for (const r of rows) if (!Number.isFinite(r.coef)) throw new Error(`${label}: a row has a non-finite weight (${r.coef})`);
+    return { rows, loss: linearPolicyLoss, skip: (r) => r.coef === 0, optimizer: this.optimizers[a], label };
+  }
+
+  /** One agent's update: one optimizer step per minibatch. */
+  private async updateAgent(update: PendingUpdate): Promise<void> {
+    const a = update.agent;
+    const model = this.agents[a].model;
+    for (const { turn, samples } of update.minibatches) {
+      this.traceAdvantages(samples, this.paddedScoring(a));
+      const part = this.agentLoss(a, samples, turn);
+      const options = { maxGradNorm: this.config.max_grad_norm, chunkSize: this.config.scoring_batch_size, label: part.label, skip: part.skip };
+      const result = await this.timer.time('training', () => stepOnSequenceLoss(model, part.optimizer, part.rows, part.loss, options));
+      this.recordStep(a, turn, result);
+    }
+  }
+
+  /** The j-th update of every agent, minibatch by minibatch, in joint passes. */
+  private async updateJointly(joint: JointLoraPasses, round: readonly PendingUpdate[]): Promise<void> {
+    for (let m = 0; m < round[0].minibatches.length; m++) {
+      const turn = round[0].minibatches[m].turn;
+      const parts = round.map((u) => {
+        this.traceAdvantages(u.minibatches[m].samples, this.paddedScoring(u.agent));
+        return this.agentLoss(u.agent, u.minibatches[m].samples, turn);
+      });
+      const results = await this.timer.time('training', () =>
+        jointStepOnSequenceLoss(joint, parts, { maxGradNorm: this.config.max_grad_norm, chunkSize: this.config.scoring_batch_size }),
+      );
+      results.forEach((r, a) => this.recordStep(a, turn, r));
+    }
+  }
+
+  private paddedScoring(a: number): PaddedScoring | null {
+    return this.config.score_last_token === false ? { padId: this.agents[a].tokenizer.padTokenId } : null;
+  }
+
+  private recordStep(a: number, turn: number, result: PolicyGradientResult): void {
+    this.optimizerSteps++;
+    this.trace?.({ kind: 'policy_step', agent: a, turn, loss: result.loss, gradNorm: result.gradNorm });
+    const w = this.updateWindow[a];
+    w.steps++;
+    w.lossSum += result.loss;
+    w.gradNormSum += result.gradNorm;
   }
 
   /** Sends each sample's returns and advantages to the trace (when one was given). */
@@ -537,4 +597,15 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
     for (const o of this.optimizers) o.dispose();
     for (const r of this.references ?? []) r.dispose();
   }
+}
+
+/** An agent's buffer, emptied into minibatches (by turn group, shuffled), waiting to be trained on. */
+interface PendingUpdate {
+  readonly agent: number;
+  readonly minibatches: readonly { readonly turn: number; readonly samples: readonly NodeSample[] }[];
+}
+
+/** Whether two updates have the same minibatches' turns and sizes (so they can step jointly). */
+function sameShape(a: PendingUpdate, b: PendingUpdate): boolean {
+  return a.minibatches.length === b.minibatches.length && a.minibatches.every((m, i) => m.turn === b.minibatches[i].turn && m.samples.length === b.minibatches[i].samples.length);
 }
