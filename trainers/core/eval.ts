@@ -8,7 +8,8 @@ import type { Agent } from '../../src/decpomdp/agent.js';
 import type { LLMDecPOMDP } from '../../src/decpomdp/types.js';
 import type { Rng } from '../../src/util/rng.js';
 import { meanOrZero as mean } from '../../src/util/stats.js';
-import { encodePrompt, generateGroups, type CompletionGroup, type GenerationSettings } from './generation.js';
+import { encodePrompt, generateRoundOf, type CompletionGroup, type GenerationSettings } from './generation.js';
+import type { JointLoraPasses } from '../../src/model/lora/joint.js';
 import { evalKey, turnKey, type MetricRecord } from './metrics.js';
 
 /** One eval task played to the end (or to early termination). */
@@ -41,6 +42,8 @@ export interface EvalRunOptions<T, S> {
   batchSize: number;
   settings: GenerationSettings;
   rng: Rng;
+  /** Joint passes over the agents (LoRA agents on one base), else each agent generates alone. */
+  joint?: JointLoraPasses | null;
   discount: number;
   /**
    * Stop an episode after a turn whose reward is greater than this (null: never). CoMLRL's MAGRPO
@@ -74,12 +77,9 @@ export async function runEvalEpisodes<T, S>(opts: EvalRunOptions<T, S>): Promise
       const live = states.map((s, i) => (s === null ? -1 : i)).filter((i) => i >= 0);
       if (live.length === 0) break;
       const obs = live.map((i) => agents.map((_, a) => env.observe(states[i] as S, a)));
-      // One generate call per agent over all live episodes of the batch.
-      const perAgent: CompletionGroup[][] = [];
-      for (let a = 0; a < agents.length; a++) {
-        const prompts = obs.map((o, j) => encodePrompt(agents[a], o[a], env.rendering?.(states[live[j]] as S, a)));
-        perAgent.push(await generateGroups(agents[a], prompts, 1, opts.settings, opts.rng));
-      }
+      // One generate call per agent over all live episodes of the batch (LoRA agents on one base: one joint call).
+      const prompts = agents.map((agent, a) => obs.map((o, j) => encodePrompt(agent, o[a], env.rendering?.(states[live[j]] as S, a))));
+      const perAgent: CompletionGroup[][] = await generateRoundOf(agents, prompts, 1, opts.settings, opts.rng, opts.joint ?? null);
       const next: (S | null)[] = states.map(() => null);
       for (let j = 0; j < live.length; j++) {
         const i = live[j];

@@ -250,14 +250,39 @@ function completionGroups(agent: Agent, prompts: readonly number[][], k: number,
  * another or all in one joint pass take the same tokens.
  */
 export function agentStreams(rng: Rng, agents: number): Rng[] {
+  // A lone agent has no one to wait for: it draws from the stream itself.
+  if (agents === 1) return [rng];
   return Array.from({ length: agents }, () => createRng(`agent-stream:${Math.floor(rng.next() * 2 ** 32)}`));
 }
 
 /**
- * One round of sampling: agent i samples `k` completions of `prompts[i]` (each agent with its own
- * stream, {@link agentStreams}). With `joint` (LoRA agents on one base), all agents sample in one
- * batch; otherwise one after another. With a sampler in `sampler`, the completions come from it.
+ * One round of sampling: agent i samples `k` completions of each of `prompts[i]` (each agent with
+ * its own stream, {@link agentStreams}). With `joint` (LoRA agents on one base), all agents sample
+ * in one batch; otherwise one after another. With a sampler in `sampler`, the completions come
+ * from it. Returns each agent's groups, one per prompt.
  */
+export async function generateRoundOf(
+  agents: readonly Agent[],
+  prompts: readonly (readonly (readonly number[])[])[],
+  k: number,
+  settings: GenerationSettings,
+  rng: Rng,
+  joint: JointLoraPasses | null,
+  sampler: CompletionSampler | null = null,
+): Promise<CompletionGroup[][]> {
+  const streams = agentStreams(rng, agents.length);
+  const own = prompts.map((list) => list.map((p) => [...p]));
+  if (joint === null || sampler !== null) {
+    const out: CompletionGroup[][] = [];
+    for (let i = 0; i < agents.length; i++) out.push(await generateGroups(agents[i], own[i], k, settings, streams[i], { index: i, sampler }));
+    return out;
+  }
+  agents.forEach((agent, i) => own[i].forEach((p) => checkPromptFits(agent, p.length, settings.maxNewTokens)));
+  const outs = await joint.generate(agents.map((agent, i) => ({ promptIds: own[i], options: agentSamplingOptions(agent, k, settings, streams[i]) })));
+  return agents.map((agent, i) => completionGroups(agent, own[i], k, outs[i]));
+}
+
+/** {@link generateRoundOf} with one prompt per agent: agent i's K completions of `prompts[i]`. */
 export async function generateRound(
   agents: readonly Agent[],
   prompts: readonly (readonly number[])[],
@@ -267,15 +292,16 @@ export async function generateRound(
   joint: JointLoraPasses | null,
   sampler: CompletionSampler | null = null,
 ): Promise<CompletionGroup[]> {
-  const streams = agentStreams(rng, agents.length);
-  if (joint === null || sampler !== null) {
-    const out: CompletionGroup[] = [];
-    for (let i = 0; i < agents.length; i++) out.push(await generateGroup(agents[i], prompts[i], k, settings, streams[i], { index: i, sampler }));
-    return out;
-  }
-  agents.forEach((agent, i) => checkPromptFits(agent, prompts[i].length, settings.maxNewTokens));
-  const outs = await joint.generate(agents.map((agent, i) => ({ promptIds: [[...prompts[i]]], options: agentSamplingOptions(agent, k, settings, streams[i]) })));
-  return agents.map((agent, i) => completionGroups(agent, [[...prompts[i]]], k, outs[i])[0]);
+  const groups = await generateRoundOf(
+    agents,
+    prompts.map((p) => [p]),
+    k,
+    settings,
+    rng,
+    joint,
+    sampler,
+  );
+  return groups.map((g) => g[0]);
 }
 
 /** {@link generateGroups} for a single prompt. */

@@ -430,6 +430,7 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
       batchSize: config.eval_batch_size,
       settings: { ...this.settings, greedy: config.eval_greedy },
       rng: rngFor(config.seed, 'eval'),
+      joint: this.joint,
       discount: config.discount,
       earlyTerminationThreshold,
     });
