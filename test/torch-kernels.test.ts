@@ -260,7 +260,8 @@ for (const [m, n, k] of [[2, 2048, 512], [64, 1024, 1024], [65, 1024, 1024]]) {
 // ---- fused ops (src/backend/fused.ts): the torch kernels against the plain composition, which is
 // what the cpu backend runs; their gradient kernels are checked as outputs of tf.grads and
 // through the forward cases' gradients.
-for (const [xs, ws] of [[[6, 16], [16]], [[2, 3, 4, 8], [8]]] as Array<[number[], number[]]>) {
+// Rows of 40 (two blocks of 16 and a remainder) and 300 × 128 (rows and columns split across threads on torch's CPU loops).
+for (const [xs, ws] of [[[6, 16], [16]], [[2, 3, 4, 8], [8]], [[3, 40], [40]], [[300, 128], [128]]] as Array<[number[], number[]]>) {
   add({ kernel: RMS_NORM, name: `x [${xs}]`, inputs: [F(xs), F(ws)], run: (x, w) => rmsNorm(x, w as tf.Tensor1D, 1e-6), grad: true, tol: 1e-4 });
   add({ kernel: RMS_NORM_GRAD, name: `x [${xs}]`, inputs: [F(xs), F(ws), F(xs)], run: (x, w, dy) => tf.grads((a: tf.Tensor, b: tf.Tensor) => rmsNorm(a, b as tf.Tensor1D, 1e-6))([x, w], dy), tol: 1e-4 });
 }
@@ -277,6 +278,9 @@ add({ kernel: LINEAR, name: '3 rows against a large weight (the (W·xᵀ)ᵀ rou
 const attentionCases: Array<[number, number, number, number, number, number[] | null, number, number]> = [
   [2, 7, 4, 2, 8, [0, 2], 2 * 4 * 7 * 4 * 16 * 3, 2],
   [1, 5, 2, 2, 4, null, 1 << 20, 1],
+  // On CPU these take ATen's flash-attention kernels: left padding as a bias, and no padding (4 query heads on 1 KV head).
+  [2, 7, 4, 2, 8, [0, 3], 1 << 20, 2],
+  [2, 6, 4, 1, 8, [0, 0], 1 << 20, 1],
 ];
 for (const [b, s, nh, kv, d, pads, blockBytes, tableRows] of attentionCases) {
   const ins = [F([b, s, nh, d]), F([b, s, kv, d]), F([b, s, kv, d]), F([tableRows, 1, s, d]), F([tableRows, 1, s, d])];
@@ -441,6 +445,64 @@ describe('torch kernel conformance (vs the cpu backend)', () => {
     expect(p.dataId).toBe(dataId);
     opt.dispose();
     tf.dispose([p, g]);
+  });
+
+  it('keeps RMSNorm\'s rstd = 1/sqrt(mean(x²) + eps) per row for the gradient', async () => {
+    await initBackend('torch');
+    const rng = createRng(3);
+    for (const shape of [[4, 40], [2, 3, 2, 8], [1, 256]]) {
+      const h = shape[shape.length - 1];
+      const xv = Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => rng.next() * 4 - 2);
+      const [x, w] = [tf.tensor(xv, shape), tf.ones([h])];
+      const [y, rstd] = tf.engine().runKernel(RMS_NORM, { x, weight: w }, { eps: 1e-6 } as unknown as tf.NamedAttrMap) as tf.Tensor[];
+      expect(rstd.shape).toEqual([...shape.slice(0, -1), 1]);
+      // By hand, in doubles: each row's mean square.
+      const want = Array.from({ length: xv.length / h }, (_, r) => 1 / Math.sqrt(xv.slice(r * h, (r + 1) * h).reduce((a, v) => a + v * v, 0) / h + 1e-6));
+      expect(close(Array.from(rstd.dataSync()), want, 1e-6)).toBeNull();
+      // With a weight of ones, y = x·rstd.
+      expect(close(Array.from(y.dataSync()), xv.map((v, i) => v * want[Math.floor(i / h)]), 1e-6)).toBeNull();
+      tf.dispose([x, w, y, rstd]);
+    }
+  });
+
+  it("keeps each query row's log-sum-exp from the flash kernel for the gradient (CPU), and nothing on the blocked path", async () => {
+    // lse[b, h, i] = log Σ_j exp(scale·rot(q)_i·rot(k)_j + bias_ij), with query head h on KV head
+    // ⌊h / 2⌋: composed from tfjs ops on the cpu backend, against the torch kernel's second output.
+    const [b, s, nh, kv, d] = [2, 6, 4, 2, 8];
+    const pads = [0, 2];
+    const rng = createRng(7);
+    const vals = (n: number) => Array.from({ length: n }, () => rng.next() * 4 - 2);
+    const [qv, kvv, vv, cv, sv] = [vals(b * s * nh * d), vals(b * s * kv * d), vals(b * s * kv * d), vals(s * d), vals(s * d)];
+    const lseOf = (bias: boolean) =>
+      tf.tidy(() => {
+        const rot = (x: tf.Tensor, heads: number) => rotary(tf.transpose(tf.tensor4d(x.dataSync(), [b, s, heads, d]), [0, 2, 1, 3]), tf.tensor4d(cv, [1, 1, s, d]), tf.tensor4d(sv, [1, 1, s, d]));
+        const q = rot(tf.tensor(qv), nh);
+        const k = tf.gather(rot(tf.tensor(kvv), kv), [0, 0, 1, 1], 1);
+        let scores = tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(d));
+        const mask = Array.from({ length: b * s * s }, (_, n) => {
+          const [r, i, j] = [Math.floor(n / (s * s)), Math.floor(n / s) % s, n % s];
+          return j <= i && (!bias || j >= pads[r] || j === i) ? 0 : -1e9;
+        });
+        scores = tf.add(scores, tf.tensor4d(mask, [b, 1, s, s]));
+        return Array.from(tf.logSumExp(scores, -1).dataSync());
+      });
+    const kernel = (p: number[], blockBytes: number) =>
+      tf.tidy(() => {
+        const ins = { q: tf.tensor4d(qv, [b, s, nh, d]), k: tf.tensor4d(kvv, [b, s, kv, d]), v: tf.tensor4d(vv, [b, s, kv, d]), cos: tf.tensor4d(cv, [1, 1, s, d]), sin: tf.tensor4d(sv, [1, 1, s, d]) };
+        const blockRows = blockBytes >= 1 << 20 ? s : 2;
+        const [, lse] = tf.engine().runKernel(ATTENTION, ins, { scale: 1 / Math.sqrt(d), pads: p, blockRows } as unknown as tf.NamedAttrMap) as tf.Tensor[];
+        return { shape: lse.shape, values: Array.from(lse.dataSync()) };
+      });
+    await initBackend('cpu');
+    const want = [lseOf(false), lseOf(true)];
+    await initBackend('torch');
+    const got = [kernel([], 1 << 20), kernel(pads, 1 << 20)];
+    got.forEach((g, i) => {
+      expect(g.shape).toEqual([b, nh, s]);
+      expect(close(g.values, want[i], 1e-5)).toBeNull();
+    });
+    // Padded rows in blocks smaller than the pass (its bias would not fit the bound): the blocked path, which keeps nothing.
+    expect(kernel(pads, 0).shape).toEqual([0]);
   });
 
   it('AdamW on torch leaves a tensor that shares a parameter\'s data alone, and steps that parameter exactly as an unshared one', async () => {

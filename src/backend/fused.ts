@@ -9,9 +9,12 @@ import * as tf from '@tensorflow/tfjs';
 // The kernels and their gradients are kept apart as in tfjs-core: names and gradients here, the
 // torch implementations in torch/fused-kernels.ts.
 
-/** y = x / sqrt(mean(x², last axis) + eps) · weight. Inputs x, weight; attrs eps. */
+/**
+ * y = x / sqrt(mean(x², last axis) + eps) · weight, and rstd = 1/sqrt(mean(x²) + eps) per row
+ * (x's shape with a last axis of 1), kept for the gradient. Inputs x, weight; attrs eps.
+ */
 export const RMS_NORM = 'ComlrlRmsNorm';
-/** ∂/∂x or ∂/∂weight of {@link RMS_NORM} given dy. Inputs dy, x, weight; attrs eps, wrt. */
+/** ∂/∂x or ∂/∂weight of {@link RMS_NORM} given dy and the forward's rstd. Inputs dy, x, weight, rstd; attrs eps, wrt. */
 export const RMS_NORM_GRAD = 'ComlrlRmsNormGrad';
 /** y = silu(gate) · up (SwiGLU's product). Inputs gate, up. */
 export const SILU_MUL = 'ComlrlSiluMul';
@@ -33,12 +36,15 @@ export const LINEAR = 'ComlrlLinear';
  * RoPE tables cos and sin [B or 1, 1, S, d] as for {@link ROTARY}; q and k are rotated, q is
  * scaled by `scale`, and softmax(q·kᵀ + bias)·v is taken in blocks of `blockRows` query rows
  * (the bias masks later keys and each row's first `pads[row]` keys; `pads` empty: no padding).
- * Output [B·S, heads·d]. Inputs q, k, v, cos, sin; attrs scale, pads, blockRows.
+ * Outputs: the merged heads [B·S, heads·d], and what the backend keeps for the gradient (torch on
+ * CPU: each query row's log-sum-exp [B, heads, S]; else an empty tensor). Inputs q, k, v, cos,
+ * sin; attrs scale, pads, blockRows.
  */
 export const ATTENTION = 'ComlrlAttention';
 /**
  * Gradients of {@link ATTENTION} given dy [B·S, heads·d]: with `wrt` 'qkv' three outputs (∂q, ∂k,
- * ∂v), with 'cos' or 'sin' that table's. Inputs dy, q, k, v, cos, sin; attrs as ATTENTION's and wrt.
+ * ∂v), with 'cos' or 'sin' that table's. Inputs dy, q, k, v, cos, sin and ATTENTION's two outputs
+ * (y, lse); attrs as ATTENTION's and wrt.
  */
 export const ATTENTION_GRAD = 'ComlrlAttentionGrad';
 
@@ -131,7 +137,12 @@ function swapHalves<T extends tf.Tensor>(x: T): T {
 
 /** RMSNorm over the last axis: x / sqrt(mean(x²) + eps) · weight. */
 export function rmsNorm<T extends tf.Tensor>(x: T, weight: tf.Tensor1D, eps: number): T {
-  if (fusedOnActiveBackend(RMS_NORM)) return run<T>(RMS_NORM, { x, weight }, { eps });
+  if (fusedOnActiveBackend(RMS_NORM)) {
+    const [y, rstd] = run<tf.Tensor[]>(RMS_NORM, { x, weight }, { eps });
+    // rstd is for the gradient, which keeps its own reference under a tape.
+    rstd.dispose();
+    return y as T;
+  }
   const ms = tf.mean(tf.square(x), -1, true);
   return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), weight);
 }
@@ -168,10 +179,12 @@ export function registerFusedGradients(): void {
   tf.registerGradient({
     kernelName: RMS_NORM,
     inputsToSave: ['x', 'weight'],
-    gradFunc: (dy, saved, attrs) => {
-      const [x, weight] = saved;
+    outputsToSave: [false, true],
+    gradFunc: (dys, [x, weight, rstd], attrs) => {
+      // rstd (the second output) is never on a loss's path.
+      const dy = (dys as tf.Tensor[])[0];
       const eps = (attrs as { eps: number }).eps;
-      const grad = (wrt: 'x' | 'weight') => () => run(RMS_NORM_GRAD, { dy: dy as tf.Tensor, x, weight }, { eps, wrt });
+      const grad = (wrt: 'x' | 'weight') => () => run(RMS_NORM_GRAD, { dy, x, weight, rstd }, { eps, wrt });
       return { x: grad('x'), weight: grad('weight') };
     },
   });
@@ -224,8 +237,11 @@ export function registerFusedGradients(): void {
   tf.registerGradient({
     kernelName: ATTENTION,
     inputsToSave: ['q', 'k', 'v', 'cos', 'sin'],
-    gradFunc: (dy, [q, k, v, cos, sin], attrs) => {
-      const inputs = { dy: dy as tf.Tensor, q, k, v, cos, sin };
+    outputsToSave: [true, true],
+    gradFunc: (dys, [q, k, v, cos, sin, y, lse], attrs) => {
+      // The second output (lse) is the backend's own record, never on a loss's path.
+      const dy = (dys as tf.Tensor[])[0];
+      const inputs = { dy, q, k, v, cos, sin, y, lse };
       const a = attrs as unknown as FusedAttrs;
       // One kernel gives all three: each needs the block's recomputed probabilities.
       const [dq, dk, dv] = run<tf.Tensor[]>(ATTENTION_GRAD, inputs, { ...a, wrt: 'qkv' });

@@ -37,12 +37,6 @@ function scoped(b: TorchBackend, f: (t: Aten) => number): number {
   return scopedN(b, (t) => [f(t)])[0];
 }
 
-/** 1/sqrt(mean(x², last axis, kept) + eps). */
-function rstd(t: Aten, x: number, eps: number): number {
-  const ms = t('aten::mean', 'dim', [t('aten::mul', 'Tensor', [x, x]), [-1], true]);
-  return t('aten::rsqrt', '', [t('aten::add', 'Scalar', [ms, eps])]);
-}
-
 /** Sum over every axis but the last (the gradient of a weight broadcast along the last axis). */
 function sumLeading(t: Aten, v: number, rank: number): number {
   if (rank === 1) return t('aten::clone', '', [v]);
@@ -131,56 +125,71 @@ function headsLast(t: Aten, x: number, sh: AttentionShape): number {
   return t('aten::contiguous', '', [t('aten::permute', '', [bhsd, [0, 2, 1, 3]])]);
 }
 
-function attentionForward(b: TorchBackend, inputs: tf.TensorInfo[], a: KernelAttrs): tf.TensorInfo {
+/**
+ * Whether ATTENTION runs as ATen's CPU flash-attention kernels (`_scaled_dot_product_flash_attention_for_cpu`
+ * and its backward): on CPU, when no row is padded (the causal mask is the kernel's own) or when one
+ * pass's whole [B, 1, S, S] padding bias fits the block bound (blockRows covers every query). They
+ * keep each row's log-sum-exp, so the gradient never recomputes the probabilities; elsewhere the
+ * blocked path below runs, which recomputes them block by block.
+ */
+function flashAttention(b: TorchBackend, sh: AttentionShape): boolean {
+  return b.device === 'cpu' && (sh.pads.every((p) => p === 0) || sh.blockRows >= sh.s);
+}
+
+/** The additive padding bias [pads, 1, S, S] of a flash pass, or null where the causal flag alone masks. */
+function flashBias(own: (h: number) => number, b: TorchBackend, sh: AttentionShape): number | null {
+  if (sh.pads.every((p) => p === 0)) return null;
+  return own(b.addon.upload(paddedCausalBiasValues(sh.pads, sh.s, sh.s), [sh.pads.length, 1, sh.s, sh.s], b.device));
+}
+
+/** The flash kernels' operands: rotated q [B, heads, S, d] (unscaled: the kernel scales), rotated k and v [B, kv, S, d] (views). */
+function flashOperands(t: Aten, b: TorchBackend, [q, k, v, cos, sin]: tf.TensorInfo[], sh: AttentionShape): [number, number, number] {
+  const half = sh.d / 2;
+  const [hc, hs] = [b.handle(cos), b.handle(sin)];
+  return [rotated(t, b.handle(q), hc, hs, half), rotated(t, b.handle(k), hc, hs, half), t('aten::permute', '', [b.handle(v), [0, 2, 1, 3]])];
+}
+
+/** Outputs: the merged heads [B·S, heads·d] and each query row's log-sum-exp [B, heads, S] (empty [0] on the blocked path). */
+function attentionForward(b: TorchBackend, inputs: tf.TensorInfo[], a: KernelAttrs): tf.TensorInfo[] {
   const sh = attentionShape(inputs[0], inputs[1], a);
   const rep = sh.heads / sh.kv;
-  const [h] = scopedN(b, (t, own) => {
+  if (flashAttention(b, sh)) {
+    const [h, lse] = scopedN(b, (t, own) => {
+      const [qr, kr, vh] = flashOperands(t, b, inputs, sh);
+      const bias = flashBias(own, b, sh);
+      const [o, l] = b.callN('aten::_scaled_dot_product_flash_attention_for_cpu', '', [qr, kr, vh, 0, bias === null, bias, sh.scale]).map(own);
+      // o is [B, heads, S, d] laid out as [B, S, heads, d]: the permute and contiguous copy nothing.
+      return [t('aten::reshape', '', [t('aten::contiguous', '', [t('aten::permute', '', [o, [0, 2, 1, 3]])]), [sh.b * sh.s, sh.heads * sh.d]]), l];
+    });
+    return [b.out(h, [sh.b * sh.s, sh.heads * sh.d], 'float32'), b.out(lse, [sh.b, sh.heads, sh.s], 'float32')];
+  }
+  const [h, none] = scopedN(b, (t, own) => {
     const ops = attentionOperands(t, b, inputs, sh);
     const outs = queryBlocks(sh).map(([q0, n]) => {
       const p = blockProbs(t, own, b, rowBlock(t, ops.q5, sh, q0, n), ops, sh, q0, n);
       return t('aten::reshape', '', [t('aten::matmul', '', [p, ops.vh]), [sh.b, sh.kv, rep, n, sh.d]]);
     });
     const joined = outs.length === 1 ? outs[0] : t('aten::cat', '', [outs, 3]);
-    return [t('aten::reshape', '', [headsLast(t, joined, sh), [sh.b * sh.s, sh.heads * sh.d]])];
+    return [t('aten::reshape', '', [headsLast(t, joined, sh), [sh.b * sh.s, sh.heads * sh.d]]), own(b.addon.upload(new Float32Array(0), [0], b.device))];
   });
-  return b.out(h, [sh.b * sh.s, sh.heads * sh.d], 'float32');
+  return [b.out(h, [sh.b * sh.s, sh.heads * sh.d], 'float32'), b.out(none, [0], 'float32')];
 }
 
 /**
- * ATTENTION's gradients, block by block with the probabilities recomputed: with P = softmax(S),
- * dV = Σ Pᵀ·dO, dP = dO·Vᵀ, dS = P ∘ (dP − Σ_j dP∘P), dQ = dS·K (then ·scale), dK = Σ dSᵀ·Q;
- * RoPE's transpose takes dQ and dK back to q and k. A table's gradient sums x·dy (cos) or
- * swap(x)·dy (sin) over what the table was broadcast along, for q and k both.
+ * ATTENTION's gradients: ∂ rotated q, ∂ rotated k and ∂v from the flash kernel (with the forward's
+ * output and log-sum-exp) or the blocked path; RoPE's transpose takes the first two back to q and
+ * k. A table's gradient sums x·dy (cos) or swap(x)·dy (sin) over what the table was broadcast
+ * along, for q and k both. Inputs dy, q, k, v, cos, sin, and the forward's y and lse.
  */
-function attentionBackward(b: TorchBackend, [dy, ...inputs]: tf.TensorInfo[], a: KernelAttrs): tf.TensorInfo | tf.TensorInfo[] {
-  const [q, k, v, cos, sin] = inputs;
+function attentionBackward(b: TorchBackend, [dy, ...rest]: tf.TensorInfo[], a: KernelAttrs): tf.TensorInfo | tf.TensorInfo[] {
+  const inputs = rest.slice(0, 5);
+  const [q, k, v, cos, sin, y, lse] = rest;
   const sh = attentionShape(q, k, a);
   const wrt = a.wrt as 'qkv' | 'cos' | 'sin';
-  const rep = sh.heads / sh.kv;
   const half = sh.d / 2;
   const hs = scopedN(b, (t, own) => {
-    const ops = attentionOperands(t, b, inputs, sh);
-    // dy [B·S, heads·d] → [B, heads, S, d] → [B, kv, rep, S, d]
-    const dO = t('aten::reshape', '', [t('aten::permute', '', [t('aten::reshape', '', [b.handle(dy), [sh.b, sh.s, sh.heads, sh.d]]), [0, 2, 1, 3]]), [sh.b, sh.kv, rep, sh.s, sh.d]]);
-    const vT = t('aten::transpose', 'int', [ops.vh, -2, -1]);
-    let dK = -1;
-    let dV = -1;
-    const dQs: number[] = [];
-    for (const [q0, n] of queryBlocks(sh)) {
-      const qb = rowBlock(t, ops.q5, sh, q0, n);
-      const p = blockProbs(t, own, b, qb, ops, sh, q0, n);
-      const dob = rowBlock(t, dO, sh, q0, n);
-      const dP = t('aten::matmul', '', [dob, vT]);
-      const dS = t('aten::mul', 'Tensor', [p, t('aten::sub', 'Tensor', [dP, t('aten::sum', 'dim_IntList', [t('aten::mul', 'Tensor', [dP, p]), [-1], true])])]);
-      dQs.push(t('aten::reshape', '', [t('aten::matmul', '', [dS, ops.kr]), [sh.b, sh.kv, rep, n, sh.d]]));
-      const dKb = t('aten::matmul', '', [t('aten::transpose', 'int', [dS, -2, -1]), qb]);
-      const dVb = t('aten::matmul', '', [t('aten::transpose', 'int', [p, -2, -1]), dob]);
-      dK = dK < 0 ? dKb : t('aten::add', 'Tensor', [dK, dKb]);
-      dV = dV < 0 ? dVb : t('aten::add', 'Tensor', [dV, dVb]);
-    }
-    // ∂/∂(rotated q) = scale·dQ, as [B, heads, S, d]; ∂/∂(rotated k) = dK, [B, kv, S, d].
-    const joined = dQs.length === 1 ? dQs[0] : t('aten::cat', '', [dQs, 3]);
-    const dQr = t('aten::mul', 'Scalar', [t('aten::reshape', '', [joined, [sh.b, sh.heads, sh.s, sh.d]]), sh.scale]);
+    // ∂/∂(rotated q) = scale·dQ as [B, heads, S, d] and ∂/∂(rotated k) = dK, [B, kv, S, d].
+    const [dQr, dK, dV] = flashAttention(b, sh) ? flashGrads(t, own, b, dy, inputs, y, lse, sh) : blockedGrads(t, own, b, dy, inputs, sh);
     const [hc, hsn] = [b.handle(cos), b.handle(sin)];
     if (wrt === 'qkv') {
       const back = (x: number): number => t('aten::contiguous', '', [t('aten::permute', '', [rotatedBack(t, x, hc, hsn, half), [0, 2, 1, 3]])]);
@@ -196,6 +205,50 @@ function attentionBackward(b: TorchBackend, [dy, ...inputs]: tf.TensorInfo[], a:
   });
   if (wrt !== 'qkv') return b.out(hs[0], (wrt === 'cos' ? cos : sin).shape, 'float32');
   return [b.out(hs[0], q.shape, 'float32'), b.out(hs[1], k.shape, 'float32'), b.out(hs[2], v.shape, 'float32')];
+}
+
+/**
+ * The flash kernel's gradients from the forward's output y and log-sum-exp (no probabilities are
+ * recomputed beyond the kernel's own tiles): ∂ rotated q (the kernel applies the scale), ∂ rotated
+ * k and ∂v, as [B, heads or kv, S, d] (views of the kernel's [B, S, ·, d] results).
+ */
+function flashGrads(t: Aten, own: (h: number) => number, b: TorchBackend, dy: tf.TensorInfo, inputs: tf.TensorInfo[], y: tf.TensorInfo, lse: tf.TensorInfo, sh: AttentionShape): [number, number, number] {
+  const [qr, kr, vh] = flashOperands(t, b, inputs, sh);
+  const bias = flashBias(own, b, sh);
+  // [B·S, heads·d] → [B, heads, S, d] views, as the forward kernel laid its output out.
+  const heads = (x: tf.TensorInfo): number => t('aten::permute', '', [t('aten::reshape', '', [b.handle(x), [sh.b, sh.s, sh.heads, sh.d]]), [0, 2, 1, 3]]);
+  const g = b.callN('aten::_scaled_dot_product_flash_attention_for_cpu_backward', '', [heads(dy), qr, kr, vh, heads(y), b.handle(lse), 0, bias === null, bias, sh.scale]).map(own);
+  return [g[0], g[1], g[2]];
+}
+
+/**
+ * The blocked path's gradients, block by block with the probabilities recomputed: with
+ * P = softmax(S), dV = Σ Pᵀ·dO, dP = dO·Vᵀ, dS = P ∘ (dP − Σ_j dP∘P), dQ = dS·K (then ·scale),
+ * dK = Σ dSᵀ·Q.
+ */
+function blockedGrads(t: Aten, own: (h: number) => number, b: TorchBackend, dy: tf.TensorInfo, inputs: tf.TensorInfo[], sh: AttentionShape): [number, number, number] {
+  const rep = sh.heads / sh.kv;
+  const ops = attentionOperands(t, b, inputs, sh);
+  // dy [B·S, heads·d] → [B, heads, S, d] → [B, kv, rep, S, d]
+  const dO = t('aten::reshape', '', [t('aten::permute', '', [t('aten::reshape', '', [b.handle(dy), [sh.b, sh.s, sh.heads, sh.d]]), [0, 2, 1, 3]]), [sh.b, sh.kv, rep, sh.s, sh.d]]);
+  const vT = t('aten::transpose', 'int', [ops.vh, -2, -1]);
+  let dK = -1;
+  let dV = -1;
+  const dQs: number[] = [];
+  for (const [q0, n] of queryBlocks(sh)) {
+    const qb = rowBlock(t, ops.q5, sh, q0, n);
+    const p = blockProbs(t, own, b, qb, ops, sh, q0, n);
+    const dob = rowBlock(t, dO, sh, q0, n);
+    const dP = t('aten::matmul', '', [dob, vT]);
+    const dS = t('aten::mul', 'Tensor', [p, t('aten::sub', 'Tensor', [dP, t('aten::sum', 'dim_IntList', [t('aten::mul', 'Tensor', [dP, p]), [-1], true])])]);
+    dQs.push(t('aten::reshape', '', [t('aten::matmul', '', [dS, ops.kr]), [sh.b, sh.kv, rep, n, sh.d]]));
+    const dKb = t('aten::matmul', '', [t('aten::transpose', 'int', [dS, -2, -1]), qb]);
+    const dVb = t('aten::matmul', '', [t('aten::transpose', 'int', [p, -2, -1]), dob]);
+    dK = dK < 0 ? dKb : t('aten::add', 'Tensor', [dK, dKb]);
+    dV = dV < 0 ? dVb : t('aten::add', 'Tensor', [dV, dVb]);
+  }
+  const joined = dQs.length === 1 ? dQs[0] : t('aten::cat', '', [dQs, 3]);
+  return [t('aten::mul', 'Scalar', [t('aten::reshape', '', [joined, [sh.b, sh.heads, sh.s, sh.d]]), sh.scale]), dK, dV];
 }
 
 /** Row indices [n] (int32) as the [n, 1] int64 column that gather and scatter take along axis 1. */
@@ -249,27 +302,36 @@ export const FUSED_KERNELS: TorchKernel[] = [
     },
   },
   { name: ATTENTION, inputs: ['q', 'k', 'v', 'cos', 'sin'], impl: (inputs, a, b) => attentionForward(b, inputs, a) },
-  { name: ATTENTION_GRAD, inputs: ['dy', 'q', 'k', 'v', 'cos', 'sin'], impl: (inputs, a, b) => attentionBackward(b, inputs, a) },
+  { name: ATTENTION_GRAD, inputs: ['dy', 'q', 'k', 'v', 'cos', 'sin', 'y', 'lse'], impl: (inputs, a, b) => attentionBackward(b, inputs, a) },
   {
+    // Outputs y and rstd = 1/sqrt(mean(x²) + eps) per row ([..., 1]), which the gradient reuses.
     name: RMS_NORM,
     inputs: ['x', 'weight'],
     impl: ([x, w], a, b) => {
-      const [y, r] = b.callN('aten::_fused_rms_norm', '', [b.handle(x), [x.shape[x.shape.length - 1]], b.handle(w), a.eps as number]);
-      b.addon.free(r);
-      return b.out(y, x.shape, 'float32');
+      const rshape = [...x.shape.slice(0, -1), 1];
+      const eps = a.eps as number;
+      if (b.device === 'cpu' && b.addon.rmsNorm !== undefined) {
+        const [y, r] = b.addon.rmsNorm(b.handle(x), b.handle(w), eps);
+        return [b.out(y, x.shape, 'float32'), b.out(r, rshape, 'float32')];
+      }
+      const [y, r] = scopedN(b, (t, own) => {
+        const [y0, r0] = b.callN('aten::_fused_rms_norm', '', [b.handle(x), [x.shape[x.shape.length - 1]], b.handle(w), eps]).map(own);
+        return [y0, t('aten::reshape', '', [r0, rshape])];
+      });
+      return [b.out(y, x.shape, 'float32'), b.out(r, rshape, 'float32')];
     },
   },
   {
-    // y = w ⊙ x·r with r = (mean(x²) + eps)^(-1/2), x̂ = x·r, g = dy ⊙ w:
+    // y = w ⊙ x·r with r the forward's rstd, x̂ = x·r, g = dy ⊙ w:
     // ∂L/∂x = r·(g − x̂·mean(g ⊙ x̂)) (∂r/∂x_j = −r³·x_j/h); ∂L/∂w = Σ_rows dy ⊙ x̂.
     name: RMS_NORM_GRAD,
-    inputs: ['dy', 'x', 'weight'],
-    impl: ([dy, x, w], a, b) => {
+    inputs: ['dy', 'x', 'weight', 'rstd'],
+    impl: ([dy, x, w, rstd], a, b) => {
       const wrtX = a.wrt === 'x';
+      const shape = wrtX ? x.shape : w.shape;
+      if (b.device === 'cpu' && b.addon.rmsNormGrad !== undefined) return b.out(b.addon.rmsNormGrad(b.handle(dy), b.handle(x), b.handle(w), b.handle(rstd), !wrtX), shape, 'float32');
       const h = scoped(b, (t) => {
-        const hx = b.handle(x);
-        const hdy = b.handle(dy);
-        const r = rstd(t, hx, a.eps as number);
+        const [hx, hdy, r] = [b.handle(x), b.handle(dy), b.handle(rstd)];
         const xhat = t('aten::mul', 'Tensor', [hx, r]);
         if (!wrtX) return sumLeading(t, t('aten::mul', 'Tensor', [hdy, xhat]), x.shape.length);
         const g = t('aten::mul', 'Tensor', [hdy, b.handle(w)]);
@@ -277,7 +339,7 @@ export const FUSED_KERNELS: TorchKernel[] = [
         // g − x̂·m, then ·r
         return t('aten::mul', 'Tensor', [t('aten::sub', 'Tensor', [g, t('aten::mul', 'Tensor', [xhat, m])]), r]);
       });
-      return b.out(h, wrtX ? x.shape : w.shape, 'float32');
+      return b.out(h, shape, 'float32');
     },
   },
   {
