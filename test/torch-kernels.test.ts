@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger, torchBackend, TORCH_KERNEL_NAMES } from '../src/backend/index.js';
 import { createRng } from '../src/util/rng.js';
-import { ATTENTION, ATTENTION_GRAD, LINEAR, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD, RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD, rmsNorm, rotary, siluMul } from '../src/backend/fused.js';
+import { ATTENTION, ATTENTION_GRAD, LINEAR, LORA_DELTA, LORA_DELTA_GRAD, fusedLoraDelta, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD, RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD, rmsNorm, rotary, siluMul } from '../src/backend/fused.js';
 import { linear } from '../src/backend/ops.js';
 import { selfAttention } from '../src/model/attention.js';
 import { chunkLogProbs, logitsGrad } from '../src/model/lm-head.js';
@@ -272,6 +272,12 @@ for (const [xs, ts] of [[[2, 3, 5, 8], [2, 1, 5, 8]], [[2, 1, 3, 4], [2, 1, 1, 4
 }
 add({ kernel: LINEAR, name: 'x [5, 6] · W [4, 6]ᵀ', inputs: [F([5, 6]), F([4, 6])], run: (x, w) => linear(x as tf.Tensor2D, w as tf.Tensor2D), grad: true });
 add({ kernel: LINEAR, name: '3 rows against a large weight (the (W·xᵀ)ᵀ route)', inputs: [F([3, 1024]), F([1024, 1024])], run: (x, w) => linear(x as tf.Tensor2D, w as tf.Tensor2D), tol: 1e-4 });
+// A LoRA delta scale·(x·Aᵀ)·Bᵀ: the torch kernel against the composition the cpu backend runs
+// (two linears and the scaling), forward and the three gradients.
+const loraDelta = (x: tf.Tensor, a: tf.Tensor, b: tf.Tensor) =>
+  fusedLoraDelta(x as tf.Tensor2D, a as tf.Tensor2D, b as tf.Tensor2D, 2.5) ?? tf.mul(linear(linear(x as tf.Tensor2D, a as tf.Tensor2D), b as tf.Tensor2D), 2.5);
+add({ kernel: LORA_DELTA, name: 'x [6, 10], A [3, 10], B [7, 3], scale 2.5', inputs: [F([6, 10]), F([3, 10]), F([7, 3])], run: loraDelta, grad: true });
+add({ kernel: LORA_DELTA_GRAD, name: 'x [6, 10], A [3, 10], B [7, 3], scale 2.5', inputs: [F([6, 10]), F([3, 10]), F([7, 3]), F([6, 7])], run: (x, a, b, dy) => tf.grads(loraDelta)([x, a, b], dy) });
 // Self-attention: GQA (4 query heads on 2 KV heads), left padding, and blocks of query rows (the
 // block bound is set so that 7 queries split 3 + 3 + 1); tables random, as the op's math allows.
 // Each row of `attentionCases`: batch, queries, heads, KV heads, head size, pads, block bytes.
@@ -421,18 +427,20 @@ describe('torch kernel conformance (vs the cpu backend)', () => {
     const w = tf.ones([8]) as tf.Tensor1D;
     const [x2, w2] = [tf.reshape(x, [6, 32]) as tf.Tensor2D, tf.ones([5, 32]) as tf.Tensor2D];
     const table = tf.ones([1, 1, 3, 8]) as tf.Tensor4D;
+    const [la, lb] = [tf.ones([3, 32]) as tf.Tensor2D, tf.ones([5, 3]) as tf.Tensor2D];
     for (const [name, f] of [
       [RMS_NORM, () => rmsNorm(x, w, 1e-6)],
       [SILU_MUL, () => siluMul(x, x)],
       [ROTARY, () => rotary(x, x, x)],
       [LINEAR, () => linear(x2, w2)],
       [ATTENTION, () => selfAttention(x, x, x, table, table, { pads: null })],
+      [LORA_DELTA, () => fusedLoraDelta(x2, la, lb, 2) as tf.Tensor],
     ] as Array<[string, () => tf.Tensor]>) {
       const info = await tf.profile(f);
       expect(info.kernelNames, name).toEqual([name]);
       tf.dispose(info.result as tf.Tensor);
     }
-    tf.dispose([x, w, x2, w2, table]);
+    tf.dispose([x, w, x2, w2, table, la, lb]);
     // An AdamW step runs no tfjs kernel once the moments exist: the parameters and moments are
     // updated in place by one ATen call, so the variable keeps its data id.
     const p = tf.variable(tf.ones([3, 4]));

@@ -49,6 +49,17 @@ export const ATTENTION = 'ComlrlAttention';
 export const ATTENTION_GRAD = 'ComlrlAttentionGrad';
 
 /**
+ * A LoRA module's delta scale·(x·Aᵀ)·Bᵀ for x [N, in], A [r, in], B [out, r]: one kernel where the
+ * plain composition runs three (two products and the scaling). Inputs x, a, b; attrs scale.
+ */
+export const LORA_DELTA = 'ComlrlLoraDelta';
+/**
+ * Gradients of {@link LORA_DELTA} given dy [N, out], all three in one kernel: with u = dy·B [N, r],
+ * ∂x = scale·u·A, ∂A = scale·uᵀ·x, ∂B = scale·dyᵀ·(x·Aᵀ). Inputs dy, x, a, b; attrs scale.
+ */
+export const LORA_DELTA_GRAD = 'ComlrlLoraDeltaGrad';
+
+/**
  * Per row of logits [n, V] and targets [n] (int32): log softmax(logits)[target] and log Σ exp(logits).
  * Outputs lp [n], lse [n]. Inputs logits, targets.
  */
@@ -61,7 +72,7 @@ export const TOKEN_LOG_PROBS = 'ComlrlTokenLogProbs';
 export const TOKEN_LOG_PROBS_GRAD = 'ComlrlTokenLogProbsGrad';
 
 /** The fused kernels a backend registers to take these ops over (all of them, or none is used). */
-export const FUSED_KERNEL_NAMES: readonly string[] = [RMS_NORM, RMS_NORM_GRAD, SILU_MUL, SILU_MUL_GRAD, ROTARY, LINEAR, ATTENTION, ATTENTION_GRAD, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD];
+export const FUSED_KERNEL_NAMES: readonly string[] = [RMS_NORM, RMS_NORM_GRAD, SILU_MUL, SILU_MUL_GRAD, ROTARY, LINEAR, ATTENTION, ATTENTION_GRAD, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD, LORA_DELTA, LORA_DELTA_GRAD];
 
 /** One parameter's part of an in-place AdamW step (see {@link fusedAdamWInPlace}). */
 export interface AdamWParamUpdate {
@@ -161,6 +172,14 @@ export function fusedLinear(x: tf.Tensor2D, weight: tf.Tensor2D): tf.Tensor2D | 
   return fusedOnActiveBackend(LINEAR) ? run<tf.Tensor2D>(LINEAR, { x, weight }) : null;
 }
 
+/**
+ * A LoRA module's delta scale·(x·Aᵀ)·Bᵀ (A [r, in], B [out, r]) as one kernel where the active
+ * backend has it; null elsewhere, where the caller composes it.
+ */
+export function fusedLoraDelta(x: tf.Tensor2D, a: tf.Tensor2D, b: tf.Tensor2D, scale: number): tf.Tensor2D | null {
+  return fusedOnActiveBackend(LORA_DELTA) ? run<tf.Tensor2D>(LORA_DELTA, { x, a, b }, { scale }) : null;
+}
+
 /** RoPE: x·cos + swap(x)·sinSigned (tables from `RotaryTables`, broadcast against x). */
 export function rotary<T extends tf.Tensor>(x: T, cos: tf.Tensor, sinSigned: tf.Tensor): T {
   if (fusedOnActiveBackend(ROTARY)) return run<T>(ROTARY, { x, cos, sin: sinSigned }, { adjoint: false });
@@ -219,6 +238,15 @@ export function registerFusedGradients(): void {
       // A frozen weight is not on the path to the variables, so tfjs never asks for this one.
       weight: () => tf.matMul(dy as tf.Tensor, x, true, false),
     }),
+  });
+  tf.registerGradient({
+    kernelName: LORA_DELTA,
+    inputsToSave: ['x', 'a', 'b'],
+    gradFunc: (dy, [x, a, b], attrs) => {
+      // One kernel gives all three (they share dy·B); tfjs frees the ones it does not ask for.
+      const [dx, da, db] = run<tf.Tensor[]>(LORA_DELTA_GRAD, { dy: dy as tf.Tensor, x, a, b }, attrs as unknown as FusedAttrs);
+      return { x: () => dx, a: () => da, b: () => db };
+    },
   });
   tf.registerGradient({
     kernelName: TOKEN_LOG_PROBS,

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { ATTENTION, ATTENTION_GRAD, LINEAR, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD, RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD } from '../fused.js';
+import { ATTENTION, ATTENTION_GRAD, LINEAR, LORA_DELTA, LORA_DELTA_GRAD, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD, RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD } from '../fused.js';
 import { paddedCausalBiasValues } from '../ops.js';
 import { SCALAR_TYPE, type TorchBackend } from './backend.js';
 import type { KernelAttrs, TorchKernel } from './kernel.js';
@@ -299,6 +299,33 @@ export const FUSED_KERNELS: TorchKernel[] = [
     impl: ([x, w], _a, b) => {
       const { handle, shape } = batchMatMul(b, x, w, false, true);
       return b.out(handle, shape, 'float32');
+    },
+  },
+  {
+    // ((x·Aᵀ)·Bᵀ)·scale: the products and scaling of the composition, in its order.
+    name: LORA_DELTA,
+    inputs: ['x', 'a', 'b'],
+    impl: ([x, a, bw], attrs, b) => {
+      const h = scoped(b, (t) => {
+        const low = t('aten::mm', '', [b.handle(x), t('aten::t', '', [b.handle(a)])]);
+        return t('aten::mul', 'Scalar', [t('aten::mm', '', [low, t('aten::t', '', [b.handle(bw)])]), attrs.scale as number]);
+      });
+      return b.out(h, [x.shape[0], bw.shape[0]], 'float32');
+    },
+  },
+  {
+    // g = dy·scale, u = g·B: ∂x = u·A, ∂A = uᵀ·x, ∂B = gᵀ·(x·Aᵀ) (the composition's gradients: the
+    // scaling's first, then each product's).
+    name: LORA_DELTA_GRAD,
+    inputs: ['dy', 'x', 'a', 'b'],
+    impl: ([dy, x, a, bw], attrs, b) => {
+      const [dx, da, db] = scopedN(b, (t) => {
+        const g = t('aten::mul', 'Scalar', [b.handle(dy), attrs.scale as number]);
+        const u = t('aten::mm', '', [g, b.handle(bw)]);
+        const low = t('aten::mm', '', [b.handle(x), t('aten::t', '', [b.handle(a)])]);
+        return [t('aten::mm', '', [u, b.handle(a)]), t('aten::mm', '', [t('aten::t', '', [u]), b.handle(x)]), t('aten::mm', '', [t('aten::t', '', [g]), low])];
+      });
+      return [b.out(dx, x.shape, 'float32'), b.out(da, a.shape, 'float32'), b.out(db, bw.shape, 'float32')];
     },
   },
   { name: ATTENTION, inputs: ['q', 'k', 'v', 'cos', 'sin'], impl: (inputs, a, b) => attentionForward(b, inputs, a) },
