@@ -455,6 +455,20 @@ describe('torch kernel conformance (vs the cpu backend)', () => {
     tf.dispose([p, g]);
   });
 
+  it('saves tensors for a gradient as references, with no Identity kernel, under one tape; a gradient of a gradient keeps its second-order path', async () => {
+    await initBackend('torch');
+    const x = tf.tensor2d([0.5, -1.5, 2, 3, -0.25, 1], [2, 3]);
+    const w = tf.tensor1d([1.5, -0.5, 2]);
+    const f = (a: tf.Tensor) => tf.sum(tf.mul(rmsNorm(a, w, 1e-6), a));
+    const info = await tf.profile(() => tf.grad(f)(x));
+    expect(info.kernelNames).not.toContain('Identity');
+    tf.dispose(info.result as tf.Tensor);
+    // d/dx Σ d/dx Σ x³ = d/dx Σ 3x² = 6x: the inner gradient's saved inputs must stay on the outer tape.
+    const second = tf.grad((a: tf.Tensor) => tf.sum(tf.grad((b: tf.Tensor) => tf.sum(tf.mul(tf.mul(b, b), b)))(a)))(x);
+    expect(close(Array.from(second.dataSync()), Array.from(x.dataSync(), (v) => 6 * v), 1e-6)).toBeNull();
+    tf.dispose([x, w, second]);
+  });
+
   it('keeps RMSNorm\'s rstd = 1/sqrt(mean(x²) + eps) per row for the gradient', async () => {
     await initBackend('torch');
     const rng = createRng(3);
