@@ -258,15 +258,16 @@ function indexColumn(t: Aten, indices: number): number {
 
 export const FUSED_KERNELS: TorchKernel[] = [
   {
-    // lse = logsumexp(logits) in one pass; lp = logits[target] − lse.
+    // lp = log_softmax(logits)[target] (one fused pass over each row; ATen's logsumexp takes four
+    // and two temporaries of the logits' size), then lse = logits[target] − lp.
     name: TOKEN_LOG_PROBS,
     inputs: ['logits', 'targets'],
     impl: ([logits, targets], _a, b) => {
       const [lp, lse] = scopedN(b, (t) => {
-        const lse = t('aten::logsumexp', '', [b.handle(logits), [1], false]);
         const index = indexColumn(t, b.handle(targets));
-        const picked = t('aten::squeeze', 'dim', [t('aten::gather', '', [b.handle(logits), 1, index]), 1]);
-        return [t('aten::sub', 'Tensor', [picked, lse]), lse];
+        const pick = (x: number): number => t('aten::squeeze', 'dim', [t('aten::gather', '', [x, 1, index]), 1]);
+        const lp = pick(t('aten::_log_softmax', '', [b.handle(logits), 1, false]));
+        return [lp, t('aten::sub', 'Tensor', [pick(b.handle(logits)), lp])];
       });
       return [b.out(lp, targets.shape, 'float32'), b.out(lse, targets.shape, 'float32')];
     },
