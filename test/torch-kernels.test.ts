@@ -306,6 +306,13 @@ add({
   inputs: [F([4, 7], [-4, 4]), F([4], [1, 2]), F([4])],
   run: (l, lse, dy) => logitsGrad(l as tf.Tensor2D, lse, blockTargets, 2, 3, dy),
 });
+// The whole vocabulary in one block: the kernel takes softmax(logits) for exp(logits − lse).
+add({
+  kernel: TOKEN_LOG_PROBS_GRAD,
+  name: 'whole rows of 10 columns',
+  inputs: [F([4, 10], [-6, 6]), F([4])],
+  run: (l, dy) => logitsGrad(l as tf.Tensor2D, tf.logSumExp(l, 1), blockTargets, 2, 0, dy, true),
+});
 // The optimizer's in-place step on torch (one `_fused_adamw_` over all parameters) against the
 // composed update the cpu backend runs: two steps, decay on and off. Not a tfjs kernel, so named here.
 for (const weightDecay of [0.01, 0]) {

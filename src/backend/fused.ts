@@ -67,7 +67,8 @@ export const TOKEN_LOG_PROBS = 'ComlrlTokenLogProbs';
 /**
  * (onehot(target) − exp(logits − lse))·dy per row, [n, V]: the gradient of Σ dy·lp with respect to
  * the logits (a target outside [0, V) has no one, as in a block of the vocabulary it is not in).
- * Inputs logits [n, V], lse [n], targets [n] int32, dy [n].
+ * Inputs logits [n, V], lse [n], targets [n] int32, dy [n]; attrs wholeRows (optional: the block is
+ * the whole vocabulary and lse these logits' own log Σ exp, so exp(logits − lse) is their softmax).
  */
 export const TOKEN_LOG_PROBS_GRAD = 'ComlrlTokenLogProbsGrad';
 
@@ -257,7 +258,7 @@ export function registerFusedGradients(): void {
       const [dlp, dlse] = dys as tf.Tensor[];
       return {
         // ∂lp/∂logits is the fused gradient kernel's; ∂lse/∂logits = softmax(logits).
-        logits: () => tf.add(run<tf.Tensor>(TOKEN_LOG_PROBS_GRAD, { logits, lse, targets, dy: dlp }), tf.mul(tf.exp(tf.sub(logits, tf.expandDims(lse, 1))), tf.expandDims(dlse, 1))),
+        logits: () => tf.add(run<tf.Tensor>(TOKEN_LOG_PROBS_GRAD, { logits, lse, targets, dy: dlp }, { wholeRows: true }), tf.mul(tf.exp(tf.sub(logits, tf.expandDims(lse, 1))), tf.expandDims(dlse, 1))),
         targets: () => tf.zerosLike(targets),
       };
     },

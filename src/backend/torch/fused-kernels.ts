@@ -276,12 +276,17 @@ export const FUSED_KERNELS: TorchKernel[] = [
     // (onehot − p)·dy with p = exp(logits − lse), without a one-hot matrix: every element is
     // (0 − p)·dy = −p·dy, then each row's target element is overwritten with (1 − p)·dy (the
     // same arithmetic); a target outside the block keeps its row as it is.
+    // With wholeRows, p is one softmax pass (ATen's exp of logits − lse slows down several-fold
+    // on rows far below their maximum, as a trained head's are).
     name: TOKEN_LOG_PROBS_GRAD,
     inputs: ['logits', 'lse', 'targets', 'dy'],
-    impl: ([logits, lse, targets, dy], _a, b) => {
+    impl: ([logits, lse, targets, dy], a, b) => {
       const [n, v] = logits.shape;
       const h = scoped(b, (t) => {
-        const p = t('aten::exp', '', [t('aten::sub', 'Tensor', [b.handle(logits), t('aten::unsqueeze', '', [b.handle(lse), 1])])]);
+        const p =
+          a.wholeRows === true
+            ? t('aten::_softmax', '', [b.handle(logits), 1, false])
+            : t('aten::exp', '', [t('aten::sub', 'Tensor', [b.handle(logits), t('aten::unsqueeze', '', [b.handle(lse), 1])])]);
         const dyCol = t('aten::unsqueeze', '', [b.handle(dy), 1]);
         const g = t('aten::mul', 'Tensor', [t('aten::neg', '', [p]), dyCol]);
         const tgt = b.handle(targets);
