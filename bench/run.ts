@@ -12,8 +12,8 @@
  * tensorflow when it is set up, torch when it is set up (or the list in $COMLRL_BENCH_BACKENDS) —
  * each in a fresh child process, and print one column per backend; the model section adds a
  * column for torch with its LoRA base held in bfloat16, and runs torch and the PyTorch f32
- * baseline alternately $COMLRL_BENCH_ROUNDS times (default 3), reporting per-figure medians and
- * each round's ratios.
+ * baseline (and the bfloat16 pair) alternately $COMLRL_BENCH_ROUNDS times (default 3), reporting
+ * per-figure medians and each round's ratios.
  * Benchmarks print figures; nothing here asserts a speed.
  */
 import { spawnSync } from 'node:child_process';
@@ -243,12 +243,12 @@ function medianFigures(rounds: readonly Figures[]): Figures {
   return out;
 }
 
-/** torch / PyTorch f32 in each round, per row: the spread behind the medians. */
-function printRoundRatios(ours: readonly Figures[], theirs: readonly Figures[]): void {
+/** torch / PyTorch f32 (or, with `bf16`, torch with a bfloat16 base / PyTorch bf16, the rows with a bf16 target) in each round, per row: the spread behind the medians. */
+function printRoundRatios(ours: readonly Figures[], theirs: readonly Figures[], dtype: 'f32' | 'bf16' = 'f32'): void {
   console.log(`
-torch / PyTorch f32 in each of the ${ours.length} rounds (the table's figures are per-figure medians):
+${dtype === 'f32' ? 'torch / PyTorch f32' : `${BF16_COLUMN} / PyTorch bf16`} in each of the ${ours.length} rounds (the table's figures are per-figure medians):
 `);
-  for (const row of MODEL_ROWS) {
+  for (const row of MODEL_ROWS.filter((r) => dtype === 'f32' || r.bf16Target !== undefined)) {
     const rs = ours.map((o, i) => slowdown(row, o[row.key], theirs[i][row.pytorch]));
     console.log(`- ${row.label.replace(/ \(.*\)$/, '')}: ${rs.map((r) => (r === undefined ? '–' : `${r.toFixed(2)}×`)).join(', ')}`);
   }
@@ -311,11 +311,14 @@ async function main(): Promise<void> {
     try {
       writeBenchModel(dir);
       const runs = new Map<string, Figures | null>();
-      // torch and PyTorch f32 alternate for `rounds` rounds and each figure is its median: one
-      // pair of runs here moves by ±20–30 % from one minute to the next.
+      // torch and PyTorch f32, then torch with a bfloat16 base and PyTorch bf16, alternate for
+      // `rounds` rounds and each figure is its median: one pair of runs here moves by ±20–30 %
+      // from one minute to the next.
       const rounds = benchRounds();
       const torchRounds: Figures[] = [];
       const f32Rounds: Figures[] = [];
+      const torchBf16Rounds: Figures[] = [];
+      const bf16Rounds: Figures[] = [];
       for (const b of backends) {
         if (b !== 'torch') runs.set(b, onBackend(b, 'model', { dir }));
         else {
@@ -324,13 +327,17 @@ async function main(): Promise<void> {
             const theirs = torchBaseline(dir, 'float32');
             if (ours) torchRounds.push(ours);
             if (theirs) f32Rounds.push(theirs);
+            const oursBf16 = onBackend(b, 'model', { dir, model: { parts: 'lora', frozenBaseDtype: 'bfloat16' } });
+            const theirsBf16 = torchBaseline(dir, 'bfloat16');
+            if (oursBf16) torchBf16Rounds.push(oursBf16);
+            if (theirsBf16) bf16Rounds.push(theirsBf16);
           }
           runs.set(b, torchRounds.length > 0 ? medianFigures(torchRounds) : null);
-          runs.set(BF16_COLUMN, onBackend(b, 'model', { dir, model: { parts: 'lora', frozenBaseDtype: 'bfloat16' } }));
+          runs.set(BF16_COLUMN, torchBf16Rounds.length > 0 ? medianFigures(torchBf16Rounds) : null);
         }
       }
       const f32 = f32Rounds.length > 0 ? medianFigures(f32Rounds) : torchBaseline(dir, 'float32');
-      const bf16 = torchBaseline(dir, 'bfloat16');
+      const bf16 = bf16Rounds.length > 0 ? medianFigures(bf16Rounds) : torchBaseline(dir, 'bfloat16');
       const py = torchPython();
       const threads = (t: Figures): string => (t.threads_own !== undefined ? `best of ${t.threads_own} and ${t.threads} threads per figure` : `${t.threads} thread${t.threads === 1 ? '' : 's'}`);
       console.log(`\nmodel: Qwen3 vocab ${BENCH_SHAPE.vocab}, hidden ${BENCH_SHAPE.hidden}, ${BENCH_SHAPE.layers} layers, batch ${BENCH_SHAPE.batch} × ${BENCH_SHAPE.seq}; LoRA rows: r = 16 on q, k, v, o` +
@@ -339,6 +346,7 @@ async function main(): Promise<void> {
       if (torchThreads !== undefined) console.log(`comlrl's torch backend: ${torchThreads} thread${torchThreads === 1 ? '' : 's'} (COMLRL_TORCH_THREADS; default torch's own)`);
       printModelTable(runs, f32, bf16);
       if (torchRounds.length > 1 && torchRounds.length === f32Rounds.length) printRoundRatios(torchRounds, f32Rounds);
+      if (torchBf16Rounds.length > 1 && torchBf16Rounds.length === bf16Rounds.length) printRoundRatios(torchBf16Rounds, bf16Rounds, 'bf16');
       const rates = new Set(['gen_recompute_tokens_per_s']);
       sideBySide('Model, more figures (load_avg_1m: the machine\'s load average when each column started)', ['gen_recompute_tokens_per_s', 'gen_cache_speedup', 'params', 'lora_params', 'load_avg_1m'], runs, rates);
       if (!f32) console.log('\n(PyTorch baseline skipped: no Python with torch: set COMLRL_TORCH_PYTHON, or run npm run setup:torch)');

@@ -2,7 +2,7 @@ import * as tf from '@tensorflow/tfjs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { initBackend, setBackendLogger, torchBackend, TORCH_KERNEL_NAMES } from '../src/backend/index.js';
 import { createRng } from '../src/util/rng.js';
-import { ATTENTION, ATTENTION_GRAD, LINEAR, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD, RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD, rmsNorm, rotary, siluMul } from '../src/backend/fused.js';
+import { ATTENTION, ATTENTION_GRAD, LINEAR, LORA_DELTA, LORA_DELTA_GRAD, fusedLoraDelta, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD, RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD, rmsNorm, rotary, siluMul } from '../src/backend/fused.js';
 import { linear } from '../src/backend/ops.js';
 import { selfAttention } from '../src/model/attention.js';
 import { chunkLogProbs, logitsGrad } from '../src/model/lm-head.js';
@@ -260,7 +260,8 @@ for (const [m, n, k] of [[2, 2048, 512], [64, 1024, 1024], [65, 1024, 1024]]) {
 // ---- fused ops (src/backend/fused.ts): the torch kernels against the plain composition, which is
 // what the cpu backend runs; their gradient kernels are checked as outputs of tf.grads and
 // through the forward cases' gradients.
-for (const [xs, ws] of [[[6, 16], [16]], [[2, 3, 4, 8], [8]]] as Array<[number[], number[]]>) {
+// Rows of 40 (two blocks of 16 and a remainder) and 300 × 128 (rows and columns split across threads on torch's CPU loops).
+for (const [xs, ws] of [[[6, 16], [16]], [[2, 3, 4, 8], [8]], [[3, 40], [40]], [[300, 128], [128]]] as Array<[number[], number[]]>) {
   add({ kernel: RMS_NORM, name: `x [${xs}]`, inputs: [F(xs), F(ws)], run: (x, w) => rmsNorm(x, w as tf.Tensor1D, 1e-6), grad: true, tol: 1e-4 });
   add({ kernel: RMS_NORM_GRAD, name: `x [${xs}]`, inputs: [F(xs), F(ws), F(xs)], run: (x, w, dy) => tf.grads((a: tf.Tensor, b: tf.Tensor) => rmsNorm(a, b as tf.Tensor1D, 1e-6))([x, w], dy), tol: 1e-4 });
 }
@@ -271,12 +272,21 @@ for (const [xs, ts] of [[[2, 3, 5, 8], [2, 1, 5, 8]], [[2, 1, 3, 4], [2, 1, 1, 4
 }
 add({ kernel: LINEAR, name: 'x [5, 6] · W [4, 6]ᵀ', inputs: [F([5, 6]), F([4, 6])], run: (x, w) => linear(x as tf.Tensor2D, w as tf.Tensor2D), grad: true });
 add({ kernel: LINEAR, name: '3 rows against a large weight (the (W·xᵀ)ᵀ route)', inputs: [F([3, 1024]), F([1024, 1024])], run: (x, w) => linear(x as tf.Tensor2D, w as tf.Tensor2D), tol: 1e-4 });
+// A LoRA delta scale·(x·Aᵀ)·Bᵀ: the torch kernel against the composition the cpu backend runs
+// (two linears and the scaling), forward and the three gradients.
+const loraDelta = (x: tf.Tensor, a: tf.Tensor, b: tf.Tensor) =>
+  fusedLoraDelta(x as tf.Tensor2D, a as tf.Tensor2D, b as tf.Tensor2D, 2.5) ?? tf.mul(linear(linear(x as tf.Tensor2D, a as tf.Tensor2D), b as tf.Tensor2D), 2.5);
+add({ kernel: LORA_DELTA, name: 'x [6, 10], A [3, 10], B [7, 3], scale 2.5', inputs: [F([6, 10]), F([3, 10]), F([7, 3])], run: loraDelta, grad: true });
+add({ kernel: LORA_DELTA_GRAD, name: 'x [6, 10], A [3, 10], B [7, 3], scale 2.5', inputs: [F([6, 10]), F([3, 10]), F([7, 3]), F([6, 7])], run: (x, a, b, dy) => tf.grads(loraDelta)([x, a, b], dy) });
 // Self-attention: GQA (4 query heads on 2 KV heads), left padding, and blocks of query rows (the
 // block bound is set so that 7 queries split 3 + 3 + 1); tables random, as the op's math allows.
 // Each row of `attentionCases`: batch, queries, heads, KV heads, head size, pads, block bytes.
 const attentionCases: Array<[number, number, number, number, number, number[] | null, number, number]> = [
   [2, 7, 4, 2, 8, [0, 2], 2 * 4 * 7 * 4 * 16 * 3, 2],
   [1, 5, 2, 2, 4, null, 1 << 20, 1],
+  // On CPU these take ATen's flash-attention kernels: left padding as a bias, and no padding (4 query heads on 1 KV head).
+  [2, 7, 4, 2, 8, [0, 3], 1 << 20, 2],
+  [2, 6, 4, 1, 8, [0, 0], 1 << 20, 1],
 ];
 for (const [b, s, nh, kv, d, pads, blockBytes, tableRows] of attentionCases) {
   const ins = [F([b, s, nh, d]), F([b, s, kv, d]), F([b, s, kv, d]), F([tableRows, 1, s, d]), F([tableRows, 1, s, d])];
@@ -295,6 +305,13 @@ add({
   name: 'block of 7 columns from 3, rows 2.. of the targets',
   inputs: [F([4, 7], [-4, 4]), F([4], [1, 2]), F([4])],
   run: (l, lse, dy) => logitsGrad(l as tf.Tensor2D, lse, blockTargets, 2, 3, dy),
+});
+// The whole vocabulary in one block: the kernel takes softmax(logits) for exp(logits − lse).
+add({
+  kernel: TOKEN_LOG_PROBS_GRAD,
+  name: 'whole rows of 10 columns',
+  inputs: [F([4, 10], [-6, 6]), F([4])],
+  run: (l, dy) => logitsGrad(l as tf.Tensor2D, tf.logSumExp(l, 1), blockTargets, 2, 0, dy, true),
 });
 // The optimizer's in-place step on torch (one `_fused_adamw_` over all parameters) against the
 // composed update the cpu backend runs: two steps, decay on and off. Not a tfjs kernel, so named here.
@@ -417,18 +434,20 @@ describe('torch kernel conformance (vs the cpu backend)', () => {
     const w = tf.ones([8]) as tf.Tensor1D;
     const [x2, w2] = [tf.reshape(x, [6, 32]) as tf.Tensor2D, tf.ones([5, 32]) as tf.Tensor2D];
     const table = tf.ones([1, 1, 3, 8]) as tf.Tensor4D;
+    const [la, lb] = [tf.ones([3, 32]) as tf.Tensor2D, tf.ones([5, 3]) as tf.Tensor2D];
     for (const [name, f] of [
       [RMS_NORM, () => rmsNorm(x, w, 1e-6)],
       [SILU_MUL, () => siluMul(x, x)],
       [ROTARY, () => rotary(x, x, x)],
       [LINEAR, () => linear(x2, w2)],
       [ATTENTION, () => selfAttention(x, x, x, table, table, { pads: null })],
+      [LORA_DELTA, () => fusedLoraDelta(x2, la, lb, 2) as tf.Tensor],
     ] as Array<[string, () => tf.Tensor]>) {
       const info = await tf.profile(f);
       expect(info.kernelNames, name).toEqual([name]);
       tf.dispose(info.result as tf.Tensor);
     }
-    tf.dispose([x, w, x2, w2, table]);
+    tf.dispose([x, w, x2, w2, table, la, lb]);
     // An AdamW step runs no tfjs kernel once the moments exist: the parameters and moments are
     // updated in place by one ATen call, so the variable keeps its data id.
     const p = tf.variable(tf.ones([3, 4]));
@@ -441,6 +460,78 @@ describe('torch kernel conformance (vs the cpu backend)', () => {
     expect(p.dataId).toBe(dataId);
     opt.dispose();
     tf.dispose([p, g]);
+  });
+
+  it('saves tensors for a gradient as references, with no Identity kernel, under one tape; a gradient of a gradient keeps its second-order path', async () => {
+    await initBackend('torch');
+    const x = tf.tensor2d([0.5, -1.5, 2, 3, -0.25, 1], [2, 3]);
+    const w = tf.tensor1d([1.5, -0.5, 2]);
+    const f = (a: tf.Tensor) => tf.sum(tf.mul(rmsNorm(a, w, 1e-6), a));
+    const info = await tf.profile(() => tf.grad(f)(x));
+    expect(info.kernelNames).not.toContain('Identity');
+    tf.dispose(info.result as tf.Tensor);
+    // d/dx Σ d/dx Σ x³ = d/dx Σ 3x² = 6x: the inner gradient's saved inputs must stay on the outer tape.
+    const second = tf.grad((a: tf.Tensor) => tf.sum(tf.grad((b: tf.Tensor) => tf.sum(tf.mul(tf.mul(b, b), b)))(a)))(x);
+    expect(close(Array.from(second.dataSync()), Array.from(x.dataSync(), (v) => 6 * v), 1e-6)).toBeNull();
+    tf.dispose([x, w, second]);
+  });
+
+  it('keeps RMSNorm\'s rstd = 1/sqrt(mean(x²) + eps) per row for the gradient', async () => {
+    await initBackend('torch');
+    const rng = createRng(3);
+    for (const shape of [[4, 40], [2, 3, 2, 8], [1, 256]]) {
+      const h = shape[shape.length - 1];
+      const xv = Array.from({ length: shape.reduce((a, b) => a * b, 1) }, () => rng.next() * 4 - 2);
+      const [x, w] = [tf.tensor(xv, shape), tf.ones([h])];
+      const [y, rstd] = tf.engine().runKernel(RMS_NORM, { x, weight: w }, { eps: 1e-6 } as unknown as tf.NamedAttrMap) as tf.Tensor[];
+      expect(rstd.shape).toEqual([...shape.slice(0, -1), 1]);
+      // By hand, in doubles: each row's mean square.
+      const want = Array.from({ length: xv.length / h }, (_, r) => 1 / Math.sqrt(xv.slice(r * h, (r + 1) * h).reduce((a, v) => a + v * v, 0) / h + 1e-6));
+      expect(close(Array.from(rstd.dataSync()), want, 1e-6)).toBeNull();
+      // With a weight of ones, y = x·rstd.
+      expect(close(Array.from(y.dataSync()), xv.map((v, i) => v * want[Math.floor(i / h)]), 1e-6)).toBeNull();
+      tf.dispose([x, w, y, rstd]);
+    }
+  });
+
+  it("keeps each query row's log-sum-exp from the flash kernel for the gradient (CPU), and nothing on the blocked path", async () => {
+    // lse[b, h, i] = log Σ_j exp(scale·rot(q)_i·rot(k)_j + bias_ij), with query head h on KV head
+    // ⌊h / 2⌋: composed from tfjs ops on the cpu backend, against the torch kernel's second output.
+    const [b, s, nh, kv, d] = [2, 6, 4, 2, 8];
+    const pads = [0, 2];
+    const rng = createRng(7);
+    const vals = (n: number) => Array.from({ length: n }, () => rng.next() * 4 - 2);
+    const [qv, kvv, vv, cv, sv] = [vals(b * s * nh * d), vals(b * s * kv * d), vals(b * s * kv * d), vals(s * d), vals(s * d)];
+    const lseOf = (bias: boolean) =>
+      tf.tidy(() => {
+        const rot = (x: tf.Tensor, heads: number) => rotary(tf.transpose(tf.tensor4d(x.dataSync(), [b, s, heads, d]), [0, 2, 1, 3]), tf.tensor4d(cv, [1, 1, s, d]), tf.tensor4d(sv, [1, 1, s, d]));
+        const q = rot(tf.tensor(qv), nh);
+        const k = tf.gather(rot(tf.tensor(kvv), kv), [0, 0, 1, 1], 1);
+        let scores = tf.mul(tf.matMul(q, k, false, true), 1 / Math.sqrt(d));
+        const mask = Array.from({ length: b * s * s }, (_, n) => {
+          const [r, i, j] = [Math.floor(n / (s * s)), Math.floor(n / s) % s, n % s];
+          return j <= i && (!bias || j >= pads[r] || j === i) ? 0 : -1e9;
+        });
+        scores = tf.add(scores, tf.tensor4d(mask, [b, 1, s, s]));
+        return Array.from(tf.logSumExp(scores, -1).dataSync());
+      });
+    const kernel = (p: number[], blockBytes: number) =>
+      tf.tidy(() => {
+        const ins = { q: tf.tensor4d(qv, [b, s, nh, d]), k: tf.tensor4d(kvv, [b, s, kv, d]), v: tf.tensor4d(vv, [b, s, kv, d]), cos: tf.tensor4d(cv, [1, 1, s, d]), sin: tf.tensor4d(sv, [1, 1, s, d]) };
+        const blockRows = blockBytes >= 1 << 20 ? s : 2;
+        const [, lse] = tf.engine().runKernel(ATTENTION, ins, { scale: 1 / Math.sqrt(d), pads: p, blockRows } as unknown as tf.NamedAttrMap) as tf.Tensor[];
+        return { shape: lse.shape, values: Array.from(lse.dataSync()) };
+      });
+    await initBackend('cpu');
+    const want = [lseOf(false), lseOf(true)];
+    await initBackend('torch');
+    const got = [kernel([], 1 << 20), kernel(pads, 1 << 20)];
+    got.forEach((g, i) => {
+      expect(g.shape).toEqual([b, nh, s]);
+      expect(close(g.values, want[i], 1e-5)).toBeNull();
+    });
+    // Padded rows in blocks smaller than the pass (its bias would not fit the bound): the blocked path, which keeps nothing.
+    expect(kernel(pads, 0).shape).toEqual([0]);
   });
 
   it('AdamW on torch leaves a tensor that shares a parameter\'s data alone, and steps that parameter exactly as an unshared one', async () => {

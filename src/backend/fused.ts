@@ -9,9 +9,12 @@ import * as tf from '@tensorflow/tfjs';
 // The kernels and their gradients are kept apart as in tfjs-core: names and gradients here, the
 // torch implementations in torch/fused-kernels.ts.
 
-/** y = x / sqrt(mean(x², last axis) + eps) · weight. Inputs x, weight; attrs eps. */
+/**
+ * y = x / sqrt(mean(x², last axis) + eps) · weight, and rstd = 1/sqrt(mean(x²) + eps) per row
+ * (x's shape with a last axis of 1), kept for the gradient. Inputs x, weight; attrs eps.
+ */
 export const RMS_NORM = 'ComlrlRmsNorm';
-/** ∂/∂x or ∂/∂weight of {@link RMS_NORM} given dy. Inputs dy, x, weight; attrs eps, wrt. */
+/** ∂/∂x or ∂/∂weight of {@link RMS_NORM} given dy and the forward's rstd. Inputs dy, x, weight, rstd; attrs eps, wrt. */
 export const RMS_NORM_GRAD = 'ComlrlRmsNormGrad';
 /** y = silu(gate) · up (SwiGLU's product). Inputs gate, up. */
 export const SILU_MUL = 'ComlrlSiluMul';
@@ -33,14 +36,28 @@ export const LINEAR = 'ComlrlLinear';
  * RoPE tables cos and sin [B or 1, 1, S, d] as for {@link ROTARY}; q and k are rotated, q is
  * scaled by `scale`, and softmax(q·kᵀ + bias)·v is taken in blocks of `blockRows` query rows
  * (the bias masks later keys and each row's first `pads[row]` keys; `pads` empty: no padding).
- * Output [B·S, heads·d]. Inputs q, k, v, cos, sin; attrs scale, pads, blockRows.
+ * Outputs: the merged heads [B·S, heads·d], and what the backend keeps for the gradient (torch on
+ * CPU: each query row's log-sum-exp [B, heads, S]; else an empty tensor). Inputs q, k, v, cos,
+ * sin; attrs scale, pads, blockRows.
  */
 export const ATTENTION = 'ComlrlAttention';
 /**
  * Gradients of {@link ATTENTION} given dy [B·S, heads·d]: with `wrt` 'qkv' three outputs (∂q, ∂k,
- * ∂v), with 'cos' or 'sin' that table's. Inputs dy, q, k, v, cos, sin; attrs as ATTENTION's and wrt.
+ * ∂v), with 'cos' or 'sin' that table's. Inputs dy, q, k, v, cos, sin and ATTENTION's two outputs
+ * (y, lse); attrs as ATTENTION's and wrt.
  */
 export const ATTENTION_GRAD = 'ComlrlAttentionGrad';
+
+/**
+ * A LoRA module's delta scale·(x·Aᵀ)·Bᵀ for x [N, in], A [r, in], B [out, r]: one kernel where the
+ * plain composition runs three (two products and the scaling). Inputs x, a, b; attrs scale.
+ */
+export const LORA_DELTA = 'ComlrlLoraDelta';
+/**
+ * Gradients of {@link LORA_DELTA} given dy [N, out], all three in one kernel: with u = dy·B [N, r],
+ * ∂x = scale·u·A, ∂A = scale·uᵀ·x, ∂B = scale·dyᵀ·(x·Aᵀ). Inputs dy, x, a, b; attrs scale.
+ */
+export const LORA_DELTA_GRAD = 'ComlrlLoraDeltaGrad';
 
 /**
  * Per row of logits [n, V] and targets [n] (int32): log softmax(logits)[target] and log Σ exp(logits).
@@ -50,12 +67,13 @@ export const TOKEN_LOG_PROBS = 'ComlrlTokenLogProbs';
 /**
  * (onehot(target) − exp(logits − lse))·dy per row, [n, V]: the gradient of Σ dy·lp with respect to
  * the logits (a target outside [0, V) has no one, as in a block of the vocabulary it is not in).
- * Inputs logits [n, V], lse [n], targets [n] int32, dy [n].
+ * Inputs logits [n, V], lse [n], targets [n] int32, dy [n]; attrs wholeRows (optional: the block is
+ * the whole vocabulary and lse these logits' own log Σ exp, so exp(logits − lse) is their softmax).
  */
 export const TOKEN_LOG_PROBS_GRAD = 'ComlrlTokenLogProbsGrad';
 
 /** The fused kernels a backend registers to take these ops over (all of them, or none is used). */
-export const FUSED_KERNEL_NAMES: readonly string[] = [RMS_NORM, RMS_NORM_GRAD, SILU_MUL, SILU_MUL_GRAD, ROTARY, LINEAR, ATTENTION, ATTENTION_GRAD, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD];
+export const FUSED_KERNEL_NAMES: readonly string[] = [RMS_NORM, RMS_NORM_GRAD, SILU_MUL, SILU_MUL_GRAD, ROTARY, LINEAR, ATTENTION, ATTENTION_GRAD, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD, LORA_DELTA, LORA_DELTA_GRAD];
 
 /** One parameter's part of an in-place AdamW step (see {@link fusedAdamWInPlace}). */
 export interface AdamWParamUpdate {
@@ -131,7 +149,12 @@ function swapHalves<T extends tf.Tensor>(x: T): T {
 
 /** RMSNorm over the last axis: x / sqrt(mean(x²) + eps) · weight. */
 export function rmsNorm<T extends tf.Tensor>(x: T, weight: tf.Tensor1D, eps: number): T {
-  if (fusedOnActiveBackend(RMS_NORM)) return run<T>(RMS_NORM, { x, weight }, { eps });
+  if (fusedOnActiveBackend(RMS_NORM)) {
+    const [y, rstd] = run<tf.Tensor[]>(RMS_NORM, { x, weight }, { eps });
+    // rstd is for the gradient, which keeps its own reference under a tape.
+    rstd.dispose();
+    return y as T;
+  }
   const ms = tf.mean(tf.square(x), -1, true);
   return tf.mul(tf.mul(x, tf.rsqrt(tf.add(ms, eps))), weight);
 }
@@ -148,6 +171,14 @@ export function siluMul<T extends tf.Tensor>(gate: T, up: T): T {
  */
 export function fusedLinear(x: tf.Tensor2D, weight: tf.Tensor2D): tf.Tensor2D | null {
   return fusedOnActiveBackend(LINEAR) ? run<tf.Tensor2D>(LINEAR, { x, weight }) : null;
+}
+
+/**
+ * A LoRA module's delta scale·(x·Aᵀ)·Bᵀ (A [r, in], B [out, r]) as one kernel where the active
+ * backend has it; null elsewhere, where the caller composes it.
+ */
+export function fusedLoraDelta(x: tf.Tensor2D, a: tf.Tensor2D, b: tf.Tensor2D, scale: number): tf.Tensor2D | null {
+  return fusedOnActiveBackend(LORA_DELTA) ? run<tf.Tensor2D>(LORA_DELTA, { x, a, b }, { scale }) : null;
 }
 
 /** RoPE: x·cos + swap(x)·sinSigned (tables from `RotaryTables`, broadcast against x). */
@@ -168,10 +199,12 @@ export function registerFusedGradients(): void {
   tf.registerGradient({
     kernelName: RMS_NORM,
     inputsToSave: ['x', 'weight'],
-    gradFunc: (dy, saved, attrs) => {
-      const [x, weight] = saved;
+    outputsToSave: [false, true],
+    gradFunc: (dys, [x, weight, rstd], attrs) => {
+      // rstd (the second output) is never on a loss's path.
+      const dy = (dys as tf.Tensor[])[0];
       const eps = (attrs as { eps: number }).eps;
-      const grad = (wrt: 'x' | 'weight') => () => run(RMS_NORM_GRAD, { dy: dy as tf.Tensor, x, weight }, { eps, wrt });
+      const grad = (wrt: 'x' | 'weight') => () => run(RMS_NORM_GRAD, { dy, x, weight, rstd }, { eps, wrt });
       return { x: grad('x'), weight: grad('weight') };
     },
   });
@@ -208,6 +241,15 @@ export function registerFusedGradients(): void {
     }),
   });
   tf.registerGradient({
+    kernelName: LORA_DELTA,
+    inputsToSave: ['x', 'a', 'b'],
+    gradFunc: (dy, [x, a, b], attrs) => {
+      // One kernel gives all three (they share dy·B); tfjs frees the ones it does not ask for.
+      const [dx, da, db] = run<tf.Tensor[]>(LORA_DELTA_GRAD, { dy: dy as tf.Tensor, x, a, b }, attrs as unknown as FusedAttrs);
+      return { x: () => dx, a: () => da, b: () => db };
+    },
+  });
+  tf.registerGradient({
     kernelName: TOKEN_LOG_PROBS,
     inputsToSave: ['logits', 'targets'],
     outputsToSave: [false, true],
@@ -216,7 +258,7 @@ export function registerFusedGradients(): void {
       const [dlp, dlse] = dys as tf.Tensor[];
       return {
         // ∂lp/∂logits is the fused gradient kernel's; ∂lse/∂logits = softmax(logits).
-        logits: () => tf.add(run<tf.Tensor>(TOKEN_LOG_PROBS_GRAD, { logits, lse, targets, dy: dlp }), tf.mul(tf.exp(tf.sub(logits, tf.expandDims(lse, 1))), tf.expandDims(dlse, 1))),
+        logits: () => tf.add(run<tf.Tensor>(TOKEN_LOG_PROBS_GRAD, { logits, lse, targets, dy: dlp }, { wholeRows: true }), tf.mul(tf.exp(tf.sub(logits, tf.expandDims(lse, 1))), tf.expandDims(dlse, 1))),
         targets: () => tf.zerosLike(targets),
       };
     },
@@ -224,8 +266,11 @@ export function registerFusedGradients(): void {
   tf.registerGradient({
     kernelName: ATTENTION,
     inputsToSave: ['q', 'k', 'v', 'cos', 'sin'],
-    gradFunc: (dy, [q, k, v, cos, sin], attrs) => {
-      const inputs = { dy: dy as tf.Tensor, q, k, v, cos, sin };
+    outputsToSave: [true, true],
+    gradFunc: (dys, [q, k, v, cos, sin, y, lse], attrs) => {
+      // The second output (lse) is the backend's own record, never on a loss's path.
+      const dy = (dys as tf.Tensor[])[0];
+      const inputs = { dy, q, k, v, cos, sin, y, lse };
       const a = attrs as unknown as FusedAttrs;
       // One kernel gives all three: each needs the block's recomputed probabilities.
       const [dq, dk, dv] = run<tf.Tensor[]>(ATTENTION_GRAD, inputs, { ...a, wrt: 'qkv' });

@@ -122,7 +122,10 @@ export function selfAttention(
   if (fusedOnActiveBackend(ATTENTION)) {
     const [b, s, nh, d] = q.shape;
     const blockRows = attentionBlockRows(b, nh, s, s, blockBytes);
-    return runFused<tf.Tensor2D>(ATTENTION, { q, k, v, cos, sin }, { scale: 1 / Math.sqrt(d), pads: mask.pads ?? [], blockRows });
+    const [out, kept] = runFused<tf.Tensor[]>(ATTENTION, { q, k, v, cos, sin }, { scale: 1 / Math.sqrt(d), pads: mask.pads ?? [], blockRows });
+    // The second output is for the gradient, which keeps its own reference under a tape.
+    kept.dispose();
+    return out as tf.Tensor2D;
   }
   const heads = headsFirst(q, k, v, cos, sin);
   return mergeHeads(blockedAttention(heads.q, heads.kT, heads.v, mask, blockBytes));

@@ -73,7 +73,7 @@ function headGrads(
         const [part, dPart] = tidyKeep((): [tf.Tensor, tf.Tensor | null] => {
           const hc = tf.slice(hid, [r0, 0], [m, h]) as tf.Tensor2D;
           // The forward pass's logits when it kept them (one block, one chunk), else recomputed.
-          const g = logitsGrad(logits ?? matMulAgainstFrozen(hc, block), tf.slice(lse, [r0], [m]), targets, r0, v0, tf.slice(dy, [r0], [m]));
+          const g = logitsGrad(logits ?? matMulAgainstFrozen(hc, block), tf.slice(lse, [r0], [m]), targets, r0, v0, tf.slice(dy, [r0], [m]), wv === vocab);
           // gᵀ·hc: the [wv, H] rows of the head's gradient, in the head's own layout.
           return [tf.matMul(g, block), trainable ? tf.matMul(tf.transpose(g), hc) : null];
         });
@@ -101,13 +101,15 @@ function headGrads(
 
 /**
  * (onehot − softmax)·dy for one chunk's logits over vocabulary columns [v0, v0 + V) (rows
- * r0 onwards of `targets`): the gradient of Σ dy·lp with respect to those logits.
+ * r0 onwards of `targets`): the gradient of Σ dy·lp with respect to those logits. `wholeRows`:
+ * the columns are the whole vocabulary (then softmax = exp(logits − lse), which a backend may take
+ * as one softmax).
  */
-export function logitsGrad(logits: tf.Tensor2D, lse: tf.Tensor, targets: ArrayLike<number>, r0: number, v0: number, dy: tf.Tensor): tf.Tensor2D {
+export function logitsGrad(logits: tf.Tensor2D, lse: tf.Tensor, targets: ArrayLike<number>, r0: number, v0: number, dy: tf.Tensor, wholeRows = false): tf.Tensor2D {
   const [m, width] = logits.shape;
   if (fusedOnActiveBackend(TOKEN_LOG_PROBS_GRAD)) {
     const columns = tf.tensor1d(Int32Array.from({ length: m }, (_, i) => targets[r0 + i] - v0), 'int32');
-    return runFused<tf.Tensor2D>(TOKEN_LOG_PROBS_GRAD, { logits, lse, targets: columns, dy });
+    return runFused<tf.Tensor2D>(TOKEN_LOG_PROBS_GRAD, { logits, lse, targets: columns, dy }, { wholeRows });
   }
   const p = tf.exp(tf.sub(logits, tf.reshape(lse, [m, 1])));
   return tf.mul(tf.sub(oneHotRows(targets, r0, m, v0, width), p), tf.reshape(dy, [m, 1]));

@@ -1,5 +1,5 @@
 import * as tf from '@tensorflow/tfjs';
-import { ATTENTION, ATTENTION_GRAD, LINEAR, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD, RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD } from '../fused.js';
+import { ATTENTION, ATTENTION_GRAD, LINEAR, LORA_DELTA, LORA_DELTA_GRAD, TOKEN_LOG_PROBS, TOKEN_LOG_PROBS_GRAD, RMS_NORM, RMS_NORM_GRAD, ROTARY, SILU_MUL, SILU_MUL_GRAD } from '../fused.js';
 import { paddedCausalBiasValues } from '../ops.js';
 import { SCALAR_TYPE, type TorchBackend } from './backend.js';
 import type { KernelAttrs, TorchKernel } from './kernel.js';
@@ -35,12 +35,6 @@ function scopedN(b: TorchBackend, f: (t: Aten, own: (h: number) => number) => nu
 /** {@link scopedN} with one answer. */
 function scoped(b: TorchBackend, f: (t: Aten) => number): number {
   return scopedN(b, (t) => [f(t)])[0];
-}
-
-/** 1/sqrt(mean(x², last axis, kept) + eps). */
-function rstd(t: Aten, x: number, eps: number): number {
-  const ms = t('aten::mean', 'dim', [t('aten::mul', 'Tensor', [x, x]), [-1], true]);
-  return t('aten::rsqrt', '', [t('aten::add', 'Scalar', [ms, eps])]);
 }
 
 /** Sum over every axis but the last (the gradient of a weight broadcast along the last axis). */
@@ -131,56 +125,71 @@ function headsLast(t: Aten, x: number, sh: AttentionShape): number {
   return t('aten::contiguous', '', [t('aten::permute', '', [bhsd, [0, 2, 1, 3]])]);
 }
 
-function attentionForward(b: TorchBackend, inputs: tf.TensorInfo[], a: KernelAttrs): tf.TensorInfo {
+/**
+ * Whether ATTENTION runs as ATen's CPU flash-attention kernels (`_scaled_dot_product_flash_attention_for_cpu`
+ * and its backward): on CPU, when no row is padded (the causal mask is the kernel's own) or when one
+ * pass's whole [B, 1, S, S] padding bias fits the block bound (blockRows covers every query). They
+ * keep each row's log-sum-exp, so the gradient never recomputes the probabilities; elsewhere the
+ * blocked path below runs, which recomputes them block by block.
+ */
+function flashAttention(b: TorchBackend, sh: AttentionShape): boolean {
+  return b.device === 'cpu' && (sh.pads.every((p) => p === 0) || sh.blockRows >= sh.s);
+}
+
+/** The additive padding bias [pads, 1, S, S] of a flash pass, or null where the causal flag alone masks. */
+function flashBias(own: (h: number) => number, b: TorchBackend, sh: AttentionShape): number | null {
+  if (sh.pads.every((p) => p === 0)) return null;
+  return own(b.addon.upload(paddedCausalBiasValues(sh.pads, sh.s, sh.s), [sh.pads.length, 1, sh.s, sh.s], b.device));
+}
+
+/** The flash kernels' operands: rotated q [B, heads, S, d] (unscaled: the kernel scales), rotated k and v [B, kv, S, d] (views). */
+function flashOperands(t: Aten, b: TorchBackend, [q, k, v, cos, sin]: tf.TensorInfo[], sh: AttentionShape): [number, number, number] {
+  const half = sh.d / 2;
+  const [hc, hs] = [b.handle(cos), b.handle(sin)];
+  return [rotated(t, b.handle(q), hc, hs, half), rotated(t, b.handle(k), hc, hs, half), t('aten::permute', '', [b.handle(v), [0, 2, 1, 3]])];
+}
+
+/** Outputs: the merged heads [B·S, heads·d] and each query row's log-sum-exp [B, heads, S] (empty [0] on the blocked path). */
+function attentionForward(b: TorchBackend, inputs: tf.TensorInfo[], a: KernelAttrs): tf.TensorInfo[] {
   const sh = attentionShape(inputs[0], inputs[1], a);
   const rep = sh.heads / sh.kv;
-  const [h] = scopedN(b, (t, own) => {
+  if (flashAttention(b, sh)) {
+    const [h, lse] = scopedN(b, (t, own) => {
+      const [qr, kr, vh] = flashOperands(t, b, inputs, sh);
+      const bias = flashBias(own, b, sh);
+      const [o, l] = b.callN('aten::_scaled_dot_product_flash_attention_for_cpu', '', [qr, kr, vh, 0, bias === null, bias, sh.scale]).map(own);
+      // o is [B, heads, S, d] laid out as [B, S, heads, d]: the permute and contiguous copy nothing.
+      return [t('aten::reshape', '', [t('aten::contiguous', '', [t('aten::permute', '', [o, [0, 2, 1, 3]])]), [sh.b * sh.s, sh.heads * sh.d]]), l];
+    });
+    return [b.out(h, [sh.b * sh.s, sh.heads * sh.d], 'float32'), b.out(lse, [sh.b, sh.heads, sh.s], 'float32')];
+  }
+  const [h, none] = scopedN(b, (t, own) => {
     const ops = attentionOperands(t, b, inputs, sh);
     const outs = queryBlocks(sh).map(([q0, n]) => {
       const p = blockProbs(t, own, b, rowBlock(t, ops.q5, sh, q0, n), ops, sh, q0, n);
       return t('aten::reshape', '', [t('aten::matmul', '', [p, ops.vh]), [sh.b, sh.kv, rep, n, sh.d]]);
     });
     const joined = outs.length === 1 ? outs[0] : t('aten::cat', '', [outs, 3]);
-    return [t('aten::reshape', '', [headsLast(t, joined, sh), [sh.b * sh.s, sh.heads * sh.d]])];
+    return [t('aten::reshape', '', [headsLast(t, joined, sh), [sh.b * sh.s, sh.heads * sh.d]]), own(b.addon.upload(new Float32Array(0), [0], b.device))];
   });
-  return b.out(h, [sh.b * sh.s, sh.heads * sh.d], 'float32');
+  return [b.out(h, [sh.b * sh.s, sh.heads * sh.d], 'float32'), b.out(none, [0], 'float32')];
 }
 
 /**
- * ATTENTION's gradients, block by block with the probabilities recomputed: with P = softmax(S),
- * dV = Σ Pᵀ·dO, dP = dO·Vᵀ, dS = P ∘ (dP − Σ_j dP∘P), dQ = dS·K (then ·scale), dK = Σ dSᵀ·Q;
- * RoPE's transpose takes dQ and dK back to q and k. A table's gradient sums x·dy (cos) or
- * swap(x)·dy (sin) over what the table was broadcast along, for q and k both.
+ * ATTENTION's gradients: ∂ rotated q, ∂ rotated k and ∂v from the flash kernel (with the forward's
+ * output and log-sum-exp) or the blocked path; RoPE's transpose takes the first two back to q and
+ * k. A table's gradient sums x·dy (cos) or swap(x)·dy (sin) over what the table was broadcast
+ * along, for q and k both. Inputs dy, q, k, v, cos, sin, and the forward's y and lse.
  */
-function attentionBackward(b: TorchBackend, [dy, ...inputs]: tf.TensorInfo[], a: KernelAttrs): tf.TensorInfo | tf.TensorInfo[] {
-  const [q, k, v, cos, sin] = inputs;
+function attentionBackward(b: TorchBackend, [dy, ...rest]: tf.TensorInfo[], a: KernelAttrs): tf.TensorInfo | tf.TensorInfo[] {
+  const inputs = rest.slice(0, 5);
+  const [q, k, v, cos, sin, y, lse] = rest;
   const sh = attentionShape(q, k, a);
   const wrt = a.wrt as 'qkv' | 'cos' | 'sin';
-  const rep = sh.heads / sh.kv;
   const half = sh.d / 2;
   const hs = scopedN(b, (t, own) => {
-    const ops = attentionOperands(t, b, inputs, sh);
-    // dy [B·S, heads·d] → [B, heads, S, d] → [B, kv, rep, S, d]
-    const dO = t('aten::reshape', '', [t('aten::permute', '', [t('aten::reshape', '', [b.handle(dy), [sh.b, sh.s, sh.heads, sh.d]]), [0, 2, 1, 3]]), [sh.b, sh.kv, rep, sh.s, sh.d]]);
-    const vT = t('aten::transpose', 'int', [ops.vh, -2, -1]);
-    let dK = -1;
-    let dV = -1;
-    const dQs: number[] = [];
-    for (const [q0, n] of queryBlocks(sh)) {
-      const qb = rowBlock(t, ops.q5, sh, q0, n);
-      const p = blockProbs(t, own, b, qb, ops, sh, q0, n);
-      const dob = rowBlock(t, dO, sh, q0, n);
-      const dP = t('aten::matmul', '', [dob, vT]);
-      const dS = t('aten::mul', 'Tensor', [p, t('aten::sub', 'Tensor', [dP, t('aten::sum', 'dim_IntList', [t('aten::mul', 'Tensor', [dP, p]), [-1], true])])]);
-      dQs.push(t('aten::reshape', '', [t('aten::matmul', '', [dS, ops.kr]), [sh.b, sh.kv, rep, n, sh.d]]));
-      const dKb = t('aten::matmul', '', [t('aten::transpose', 'int', [dS, -2, -1]), qb]);
-      const dVb = t('aten::matmul', '', [t('aten::transpose', 'int', [p, -2, -1]), dob]);
-      dK = dK < 0 ? dKb : t('aten::add', 'Tensor', [dK, dKb]);
-      dV = dV < 0 ? dVb : t('aten::add', 'Tensor', [dV, dVb]);
-    }
-    // ∂/∂(rotated q) = scale·dQ, as [B, heads, S, d]; ∂/∂(rotated k) = dK, [B, kv, S, d].
-    const joined = dQs.length === 1 ? dQs[0] : t('aten::cat', '', [dQs, 3]);
-    const dQr = t('aten::mul', 'Scalar', [t('aten::reshape', '', [joined, [sh.b, sh.heads, sh.s, sh.d]]), sh.scale]);
+    // ∂/∂(rotated q) = scale·dQ as [B, heads, S, d] and ∂/∂(rotated k) = dK, [B, kv, S, d].
+    const [dQr, dK, dV] = flashAttention(b, sh) ? flashGrads(t, own, b, dy, inputs, y, lse, sh) : blockedGrads(t, own, b, dy, inputs, sh);
     const [hc, hsn] = [b.handle(cos), b.handle(sin)];
     if (wrt === 'qkv') {
       const back = (x: number): number => t('aten::contiguous', '', [t('aten::permute', '', [rotatedBack(t, x, hc, hsn, half), [0, 2, 1, 3]])]);
@@ -198,6 +207,50 @@ function attentionBackward(b: TorchBackend, [dy, ...inputs]: tf.TensorInfo[], a:
   return [b.out(hs[0], q.shape, 'float32'), b.out(hs[1], k.shape, 'float32'), b.out(hs[2], v.shape, 'float32')];
 }
 
+/**
+ * The flash kernel's gradients from the forward's output y and log-sum-exp (no probabilities are
+ * recomputed beyond the kernel's own tiles): ∂ rotated q (the kernel applies the scale), ∂ rotated
+ * k and ∂v, as [B, heads or kv, S, d] (views of the kernel's [B, S, ·, d] results).
+ */
+function flashGrads(t: Aten, own: (h: number) => number, b: TorchBackend, dy: tf.TensorInfo, inputs: tf.TensorInfo[], y: tf.TensorInfo, lse: tf.TensorInfo, sh: AttentionShape): [number, number, number] {
+  const [qr, kr, vh] = flashOperands(t, b, inputs, sh);
+  const bias = flashBias(own, b, sh);
+  // [B·S, heads·d] → [B, heads, S, d] views, as the forward kernel laid its output out.
+  const heads = (x: tf.TensorInfo): number => t('aten::permute', '', [t('aten::reshape', '', [b.handle(x), [sh.b, sh.s, sh.heads, sh.d]]), [0, 2, 1, 3]]);
+  const g = b.callN('aten::_scaled_dot_product_flash_attention_for_cpu_backward', '', [heads(dy), qr, kr, vh, heads(y), b.handle(lse), 0, bias === null, bias, sh.scale]).map(own);
+  return [g[0], g[1], g[2]];
+}
+
+/**
+ * The blocked path's gradients, block by block with the probabilities recomputed: with
+ * P = softmax(S), dV = Σ Pᵀ·dO, dP = dO·Vᵀ, dS = P ∘ (dP − Σ_j dP∘P), dQ = dS·K (then ·scale),
+ * dK = Σ dSᵀ·Q.
+ */
+function blockedGrads(t: Aten, own: (h: number) => number, b: TorchBackend, dy: tf.TensorInfo, inputs: tf.TensorInfo[], sh: AttentionShape): [number, number, number] {
+  const rep = sh.heads / sh.kv;
+  const ops = attentionOperands(t, b, inputs, sh);
+  // dy [B·S, heads·d] → [B, heads, S, d] → [B, kv, rep, S, d]
+  const dO = t('aten::reshape', '', [t('aten::permute', '', [t('aten::reshape', '', [b.handle(dy), [sh.b, sh.s, sh.heads, sh.d]]), [0, 2, 1, 3]]), [sh.b, sh.kv, rep, sh.s, sh.d]]);
+  const vT = t('aten::transpose', 'int', [ops.vh, -2, -1]);
+  let dK = -1;
+  let dV = -1;
+  const dQs: number[] = [];
+  for (const [q0, n] of queryBlocks(sh)) {
+    const qb = rowBlock(t, ops.q5, sh, q0, n);
+    const p = blockProbs(t, own, b, qb, ops, sh, q0, n);
+    const dob = rowBlock(t, dO, sh, q0, n);
+    const dP = t('aten::matmul', '', [dob, vT]);
+    const dS = t('aten::mul', 'Tensor', [p, t('aten::sub', 'Tensor', [dP, t('aten::sum', 'dim_IntList', [t('aten::mul', 'Tensor', [dP, p]), [-1], true])])]);
+    dQs.push(t('aten::reshape', '', [t('aten::matmul', '', [dS, ops.kr]), [sh.b, sh.kv, rep, n, sh.d]]));
+    const dKb = t('aten::matmul', '', [t('aten::transpose', 'int', [dS, -2, -1]), qb]);
+    const dVb = t('aten::matmul', '', [t('aten::transpose', 'int', [p, -2, -1]), dob]);
+    dK = dK < 0 ? dKb : t('aten::add', 'Tensor', [dK, dKb]);
+    dV = dV < 0 ? dVb : t('aten::add', 'Tensor', [dV, dVb]);
+  }
+  const joined = dQs.length === 1 ? dQs[0] : t('aten::cat', '', [dQs, 3]);
+  return [t('aten::mul', 'Scalar', [t('aten::reshape', '', [joined, [sh.b, sh.heads, sh.s, sh.d]]), sh.scale]), dK, dV];
+}
+
 /** Row indices [n] (int32) as the [n, 1] int64 column that gather and scatter take along axis 1. */
 function indexColumn(t: Aten, indices: number): number {
   return t('aten::unsqueeze', '', [t('aten::_to_copy', '', [indices, SCALAR_TYPE.int64]), 1]);
@@ -205,15 +258,16 @@ function indexColumn(t: Aten, indices: number): number {
 
 export const FUSED_KERNELS: TorchKernel[] = [
   {
-    // lse = logsumexp(logits) in one pass; lp = logits[target] − lse.
+    // lp = log_softmax(logits)[target] (one fused pass over each row; ATen's logsumexp takes four
+    // and two temporaries of the logits' size), then lse = logits[target] − lp.
     name: TOKEN_LOG_PROBS,
     inputs: ['logits', 'targets'],
     impl: ([logits, targets], _a, b) => {
       const [lp, lse] = scopedN(b, (t) => {
-        const lse = t('aten::logsumexp', '', [b.handle(logits), [1], false]);
         const index = indexColumn(t, b.handle(targets));
-        const picked = t('aten::squeeze', 'dim', [t('aten::gather', '', [b.handle(logits), 1, index]), 1]);
-        return [t('aten::sub', 'Tensor', [picked, lse]), lse];
+        const pick = (x: number): number => t('aten::squeeze', 'dim', [t('aten::gather', '', [x, 1, index]), 1]);
+        const lp = pick(t('aten::_log_softmax', '', [b.handle(logits), 1, false]));
+        return [lp, t('aten::sub', 'Tensor', [pick(b.handle(logits)), lp])];
       });
       return [b.out(lp, targets.shape, 'float32'), b.out(lse, targets.shape, 'float32')];
     },
@@ -222,12 +276,17 @@ export const FUSED_KERNELS: TorchKernel[] = [
     // (onehot − p)·dy with p = exp(logits − lse), without a one-hot matrix: every element is
     // (0 − p)·dy = −p·dy, then each row's target element is overwritten with (1 − p)·dy (the
     // same arithmetic); a target outside the block keeps its row as it is.
+    // With wholeRows, p is one softmax pass (ATen's exp of logits − lse slows down several-fold
+    // on rows far below their maximum, as a trained head's are).
     name: TOKEN_LOG_PROBS_GRAD,
     inputs: ['logits', 'lse', 'targets', 'dy'],
-    impl: ([logits, lse, targets, dy], _a, b) => {
+    impl: ([logits, lse, targets, dy], a, b) => {
       const [n, v] = logits.shape;
       const h = scoped(b, (t) => {
-        const p = t('aten::exp', '', [t('aten::sub', 'Tensor', [b.handle(logits), t('aten::unsqueeze', '', [b.handle(lse), 1])])]);
+        const p =
+          a.wholeRows === true
+            ? t('aten::_softmax', '', [b.handle(logits), 1, false])
+            : t('aten::exp', '', [t('aten::sub', 'Tensor', [b.handle(logits), t('aten::unsqueeze', '', [b.handle(lse), 1])])]);
         const dyCol = t('aten::unsqueeze', '', [b.handle(dy), 1]);
         const g = t('aten::mul', 'Tensor', [t('aten::neg', '', [p]), dyCol]);
         const tgt = b.handle(targets);
@@ -248,28 +307,64 @@ export const FUSED_KERNELS: TorchKernel[] = [
       return b.out(handle, shape, 'float32');
     },
   },
-  { name: ATTENTION, inputs: ['q', 'k', 'v', 'cos', 'sin'], impl: (inputs, a, b) => attentionForward(b, inputs, a) },
-  { name: ATTENTION_GRAD, inputs: ['dy', 'q', 'k', 'v', 'cos', 'sin'], impl: (inputs, a, b) => attentionBackward(b, inputs, a) },
   {
-    name: RMS_NORM,
-    inputs: ['x', 'weight'],
-    impl: ([x, w], a, b) => {
-      const [y, r] = b.callN('aten::_fused_rms_norm', '', [b.handle(x), [x.shape[x.shape.length - 1]], b.handle(w), a.eps as number]);
-      b.addon.free(r);
-      return b.out(y, x.shape, 'float32');
+    // ((x·Aᵀ)·Bᵀ)·scale: the products and scaling of the composition, in its order.
+    name: LORA_DELTA,
+    inputs: ['x', 'a', 'b'],
+    impl: ([x, a, bw], attrs, b) => {
+      const h = scoped(b, (t) => {
+        const low = t('aten::mm', '', [b.handle(x), t('aten::t', '', [b.handle(a)])]);
+        return t('aten::mul', 'Scalar', [t('aten::mm', '', [low, t('aten::t', '', [b.handle(bw)])]), attrs.scale as number]);
+      });
+      return b.out(h, [x.shape[0], bw.shape[0]], 'float32');
     },
   },
   {
-    // y = w ⊙ x·r with r = (mean(x²) + eps)^(-1/2), x̂ = x·r, g = dy ⊙ w:
+    // g = dy·scale, u = g·B: ∂x = u·A, ∂A = uᵀ·x, ∂B = gᵀ·(x·Aᵀ) (the composition's gradients: the
+    // scaling's first, then each product's).
+    name: LORA_DELTA_GRAD,
+    inputs: ['dy', 'x', 'a', 'b'],
+    impl: ([dy, x, a, bw], attrs, b) => {
+      const [dx, da, db] = scopedN(b, (t) => {
+        const g = t('aten::mul', 'Scalar', [b.handle(dy), attrs.scale as number]);
+        const u = t('aten::mm', '', [g, b.handle(bw)]);
+        const low = t('aten::mm', '', [b.handle(x), t('aten::t', '', [b.handle(a)])]);
+        return [t('aten::mm', '', [u, b.handle(a)]), t('aten::mm', '', [t('aten::t', '', [u]), b.handle(x)]), t('aten::mm', '', [t('aten::t', '', [g]), low])];
+      });
+      return [b.out(dx, x.shape, 'float32'), b.out(da, a.shape, 'float32'), b.out(db, bw.shape, 'float32')];
+    },
+  },
+  { name: ATTENTION, inputs: ['q', 'k', 'v', 'cos', 'sin'], impl: (inputs, a, b) => attentionForward(b, inputs, a) },
+  { name: ATTENTION_GRAD, inputs: ['dy', 'q', 'k', 'v', 'cos', 'sin', 'y', 'lse'], impl: (inputs, a, b) => attentionBackward(b, inputs, a) },
+  {
+    // Outputs y and rstd = 1/sqrt(mean(x²) + eps) per row ([..., 1]), which the gradient reuses.
+    name: RMS_NORM,
+    inputs: ['x', 'weight'],
+    impl: ([x, w], a, b) => {
+      const rshape = [...x.shape.slice(0, -1), 1];
+      const eps = a.eps as number;
+      if (b.device === 'cpu' && b.addon.rmsNorm !== undefined) {
+        const [y, r] = b.addon.rmsNorm(b.handle(x), b.handle(w), eps);
+        return [b.out(y, x.shape, 'float32'), b.out(r, rshape, 'float32')];
+      }
+      const [y, r] = scopedN(b, (t, own) => {
+        const [y0, r0] = b.callN('aten::_fused_rms_norm', '', [b.handle(x), [x.shape[x.shape.length - 1]], b.handle(w), eps]).map(own);
+        return [y0, t('aten::reshape', '', [r0, rshape])];
+      });
+      return [b.out(y, x.shape, 'float32'), b.out(r, rshape, 'float32')];
+    },
+  },
+  {
+    // y = w ⊙ x·r with r the forward's rstd, x̂ = x·r, g = dy ⊙ w:
     // ∂L/∂x = r·(g − x̂·mean(g ⊙ x̂)) (∂r/∂x_j = −r³·x_j/h); ∂L/∂w = Σ_rows dy ⊙ x̂.
     name: RMS_NORM_GRAD,
-    inputs: ['dy', 'x', 'weight'],
-    impl: ([dy, x, w], a, b) => {
+    inputs: ['dy', 'x', 'weight', 'rstd'],
+    impl: ([dy, x, w, rstd], a, b) => {
       const wrtX = a.wrt === 'x';
+      const shape = wrtX ? x.shape : w.shape;
+      if (b.device === 'cpu' && b.addon.rmsNormGrad !== undefined) return b.out(b.addon.rmsNormGrad(b.handle(dy), b.handle(x), b.handle(w), b.handle(rstd), !wrtX), shape, 'float32');
       const h = scoped(b, (t) => {
-        const hx = b.handle(x);
-        const hdy = b.handle(dy);
-        const r = rstd(t, hx, a.eps as number);
+        const [hx, hdy, r] = [b.handle(x), b.handle(dy), b.handle(rstd)];
         const xhat = t('aten::mul', 'Tensor', [hx, r]);
         if (!wrtX) return sumLeading(t, t('aten::mul', 'Tensor', [hdy, xhat]), x.shape.length);
         const g = t('aten::mul', 'Tensor', [hdy, b.handle(w)]);
@@ -277,7 +372,7 @@ export const FUSED_KERNELS: TorchKernel[] = [
         // g − x̂·m, then ·r
         return t('aten::mul', 'Tensor', [t('aten::sub', 'Tensor', [g, t('aten::mul', 'Tensor', [xhat, m])]), r]);
       });
-      return b.out(h, wrtX ? x.shape : w.shape, 'float32');
+      return b.out(h, shape, 'float32');
     },
   },
   {

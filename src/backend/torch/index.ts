@@ -81,6 +81,35 @@ export function registerTorchBackend(): void {
   tf.registerBackend('torch', () => backend, 1);
   registerTorchKernels('torch');
   registerFusedGradients();
+  aliasSavedTensors(backend);
+}
+
+/** What {@link aliasSavedTensors} needs of tfjs's engine beyond its public API. */
+interface SavingEngine {
+  state: { gradientDepth: number; tensorInfo: WeakMap<tf.DataId, { backend: tf.KernelBackend }> };
+  saveTensorsForBackwardMode(tensors: tf.Tensor[]): tf.Tensor[];
+  keep<T extends tf.Tensor>(t: T): T;
+  makeTensorFromTensorInfo(info: tf.TensorInfo, backend: tf.KernelBackend): tf.Tensor;
+}
+
+/**
+ * tfjs keeps each tensor a kernel's gradient needs as a clone: an Identity kernel and two tape
+ * nodes per saved tensor, ~15–20 µs of JavaScript each (about 180 per forward + backward of the
+ * bench model). On torch a clone is another reference to the same handle, so the saved tensor is
+ * made as that reference directly. Only under one tape: there the clone's tape nodes lie on no path
+ * to the loss (a saved tensor feeds only gradient functions); under nested tapes (a gradient of a
+ * gradient) they carry the second-order path, and tfjs's clone runs as before.
+ */
+function aliasSavedTensors(backend: TorchBackend): void {
+  const engine = tf.engine() as unknown as SavingEngine;
+  const clone = engine.saveTensorsForBackwardMode.bind(engine);
+  engine.saveTensorsForBackwardMode = (tensors: tf.Tensor[]): tf.Tensor[] => {
+    if (engine.state.gradientDepth !== 1 || tensors.some((t) => engine.state.tensorInfo.get(t.dataId)?.backend !== backend)) return clone(tensors);
+    return tensors.map((t) => {
+      backend.incRef(t.dataId);
+      return engine.keep(engine.makeTensorFromTensorInfo({ dataId: t.dataId, shape: t.shape, dtype: t.dtype }, backend));
+    });
+  };
 }
 
 /**

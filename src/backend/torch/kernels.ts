@@ -540,7 +540,8 @@ const shapes: TorchKernel[] = [
       const rows = util.sizeFromShape(shape) / sliceSize;
       const zeros = b.call1('aten::zeros', '', [[rows, sliceSize], scalarTypeOf(upd.dtype), null, b.device]);
       const src = b.call1('aten::reshape', '', [b.handle(upd), [-1, sliceSize]]);
-      const sum = b.call1('aten::index_add', '', [zeros, 0, linear, src]);
+      // In place into the fresh zeros (the out-of-place index_add copies them first).
+      const sum = b.call1('aten::index_add_', '', [zeros, 0, linear, src]);
       const r = b.call1('aten::reshape', '', [sum, shape]);
       for (const t of [linear, zeros, src, sum]) b.addon.free(t);
       return b.out(r, shape, upd.dtype);
@@ -556,7 +557,7 @@ const shapes: TorchKernel[] = [
       const flatIds = b.call1('aten::reshape', '', [b.handle(ids), [-1]]);
       const src = b.call1('aten::reshape', '', [b.handle(x), [-1, ...inner]]);
       const zeros = b.call1('aten::zeros', '', [outShape, scalarTypeOf(x.dtype), null, b.device]);
-      const r = b.call1('aten::index_add', '', [zeros, 0, flatIds, src]);
+      const r = b.call1('aten::index_add_', '', [zeros, 0, flatIds, src]);
       for (const t of [flatIds, src, zeros]) b.addon.free(t);
       return b.out(r, outShape, x.dtype);
     },

@@ -20,6 +20,13 @@ export interface TorchAddon {
   /** [torch scalar type code, device, ...shape] */
   meta(handle: number): [number, string, ...number[]];
   runtime(command: TorchRuntimeCommand, value: number): number | string;
+  /**
+   * RMSNorm of float32 CPU tensors in one pass: [y, rstd], rstd = 1/sqrt(mean(x²) + eps) per row
+   * (x's shape with a last axis of 1). Absent from an addon built from older source.
+   */
+  rmsNorm?(x: number, weight: number, eps: number): [number, number];
+  /** ∂x (or ∂weight when `wrtWeight`) of {@link TorchAddon.rmsNorm} given dy and the forward's rstd. */
+  rmsNormGrad?(dy: number, x: number, weight: number, rstd: number, wrtWeight: boolean): number;
 }
 
 /** A tensor handle, int (bigint), float, bool, string, list or null (None), as the schema wants. */

@@ -4,6 +4,7 @@
  * in a {@link FrozenBase}.
  */
 import * as tf from '@tensorflow/tfjs';
+import { fusedLoraDelta } from '../../backend/fused.js';
 import { linear } from '../../backend/index.js';
 import type { DecoderConfig } from '../config.js';
 import type { F32Tensor, NamedTensor } from '../safetensors.js';
@@ -137,9 +138,11 @@ export class LoraAdapter {
       // tf.dropout scales kept values by 1/(1-rate), as torch's Dropout does.
       xin = tf.dropout(x, rate, undefined, hashSeed(`${this.dropoutSeed}:${this.dropoutPasses}:${weightName}`)) as tf.Tensor2D;
     }
+    const [a, b] = [p.a as unknown as tf.Tensor2D, p.b as unknown as tf.Tensor2D];
+    const fused = fusedLoraDelta(xin, a, b, this.scale);
+    if (fused !== null) return fused;
     // A and B are small ([r, in], [out, r]), so linear's transposes cost little.
-    const low = linear(xin, p.a as unknown as tf.Tensor2D);
-    return tf.mul(linear(low, p.b as unknown as tf.Tensor2D), this.scale) as tf.Tensor2D;
+    return tf.mul(linear(linear(xin, a), b), this.scale) as tf.Tensor2D;
   }
 
   /**
