@@ -177,6 +177,7 @@ async function writeModel(dir: string, s: Settings): Promise<{ description: stri
   // fillers), so every sampled id decodes to a word and the prompts encode without unknowns.
   const vocab = s.shape.vocabSize ?? BENCH_SHAPE.vocab;
   const probe = await writeTinyTokenizer(dir, { kind: 'word', words: [...toyWords] });
+  if (vocab < probe.vocabSize) throw new Error(`items bench: vocabSize ${vocab} is below the toy tokenizer's ${probe.vocabSize} entries`);
   const fillers = Array.from({ length: vocab - probe.vocabSize }, (_, i) => `w${i}`);
   const b = BENCH_SHAPE;
   const options: TinyModelOptions = {
@@ -289,13 +290,19 @@ const PHASE_SOURCES: Record<Exclude<ItemPhase, 'other'>, readonly string[]> = {
   critic: ['critic', 'critic_training'],
 };
 
+/** One timed item: its wall time and the `time/*_s` figures it logged, summed. */
+interface TimedItem {
+  seconds: number;
+  times: Record<string, number>;
+}
+
 /**
  * Runs `count` items and returns each one's wall time (first `onItemBegin` to `onItemEnd`) with
  * the `time/*_s` figures it logged, summed.
  * @throws Error when an item logged no times (its update did not run inside it).
  */
-async function runItems(runner: Runner, count: number): Promise<{ seconds: number; times: Record<string, number> }[]> {
-  const out: { seconds: number; times: Record<string, number> }[] = [];
+async function runItems(runner: Runner, count: number): Promise<TimedItem[]> {
+  const out: TimedItem[] = [];
   let t0 = 0;
   let times: Record<string, number> | null = null;
   const callback: TrainerCallback = {
@@ -319,7 +326,7 @@ async function runItems(runner: Runner, count: number): Promise<{ seconds: numbe
 }
 
 /** Mean seconds per item and per phase over `items`. */
-function itemFigures(trainer: ItemTrainer, mode: PassMode, items: readonly { seconds: number; times: Record<string, number> }[]): ItemFigures {
+function itemFigures(trainer: ItemTrainer, mode: PassMode, items: readonly TimedItem[]): ItemFigures {
   const n = items.length;
   const item = items.reduce((a, x) => a + x.seconds, 0) / n;
   const phases: Partial<Record<ItemPhase, number>> = {};
@@ -414,26 +421,21 @@ export async function benchItems(input: ItemsBenchOptions = {}): Promise<ItemsBe
       }
       return b;
     };
-    const release = (b: Built, trainer: ItemTrainer, mode: PassMode): void => {
-      if (!built.has(`${trainer}/${mode}`)) dispose(b);
+    const run = async (trainer: ItemTrainer, mode: PassMode, count: number): Promise<TimedItem[]> => {
+      const b = await get(trainer, mode);
+      try {
+        return await runItems(b.runner, count);
+      } finally {
+        if (!keep) dispose(b);
+      }
     };
     if (s.warmupItems > 0) {
-      for (const trainer of s.trainers) {
-        for (const mode of PASS_MODES) {
-          const b = await get(trainer, mode);
-          await runItems(b.runner, s.warmupItems);
-          release(b, trainer, mode);
-        }
-      }
+      for (const trainer of s.trainers) for (const mode of PASS_MODES) await run(trainer, mode, s.warmupItems);
     }
     const rounds: ItemsBenchResult['rounds'] = [];
     for (let round = 1; round <= s.rounds; round++) {
       for (const trainer of s.trainers) {
-        for (const mode of PASS_MODES) {
-          const b = await get(trainer, mode);
-          rounds.push({ ...itemFigures(trainer, mode, await runItems(b.runner, s.items)), round });
-          release(b, trainer, mode);
-        }
+        for (const mode of PASS_MODES) rounds.push({ ...itemFigures(trainer, mode, await run(trainer, mode, s.items)), round });
       }
     }
     const medians = medianFigures(rounds);
