@@ -7,7 +7,11 @@
  * form), `critic-fit` (its gate: does the critic learn its run's on-policy values, bench/critic-gate.ts; $COMLRL_CRITIC_VOCAB_ORDER picks the critic vocabulary's order), `configs`, `memory` (bench/memory.ts),
  * `capacity` (bench/capacity.ts), `offload` (a frozen base's layers in host memory against on the
  * backend, bench/offload.ts), `profile-torch` (the bench model's time per kernel on the torch
- * backend, bench/profile-torch.ts).
+ * backend, bench/profile-torch.ts), `items` (seconds per training item of MAGRPO, CoLLM-DC and
+ * CoLLM-CC with 2 LoRA agents on one base, split into phases, joint against per-agent passes,
+ * bench/items.ts; on torch, or the backends in $COMLRL_BENCH_BACKENDS; `--like qwen3-1.7b`: one
+ * item per trainer and mode on a checkpoint of that shape instead of the bench model; `--trainers
+ * magrpo,collm-cc` to pick trainers; `--new-tokens N` per completion).
  * The backend-dependent sections (model, magrpo, collm, matmul) run once per backend — wasm,
  * tensorflow when it is set up, torch when it is set up (or the list in $COMLRL_BENCH_BACKENDS) —
  * each in a fresh child process, and print one column per backend; the model section adds a
@@ -35,6 +39,7 @@ import { paperWorker } from './paper-jobs.js';
 import { benchMatmul } from './matmul.js';
 import { benchOffload, printOffloadTable } from './offload.js';
 import { profileTorch } from './profile-torch.js';
+import { benchItems, itemsBenchOptionsSchema, itemsBenchResultSchema, itemsTable, type ItemsBenchOptions, type ItemsBenchResult } from './items.js';
 import { torchBenchScript, torchPython, type TorchDtype, type TorchPython } from './pytorch.js';
 
 type Figures = Record<string, number>;
@@ -124,22 +129,38 @@ interface ChildRun {
   model?: BenchModelOptions;
 }
 
-/** Runs `name` on `backend` in a fresh Node process (backends are process-global); null on failure. */
-function onBackend(backend: BackendName, name: ChildSection, run: ChildRun = {}): Figures | null {
+/** Runs this script with `args` on `backend` in a fresh Node process (backends are process-global); its JSON line, null on failure. */
+function childJson(backend: BackendName, what: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): unknown {
   const self = fileURLToPath(import.meta.url);
-  const args = [self, '--child', name, run.dir ?? '', run.model ? JSON.stringify(run.model) : ''];
-  const r = spawnSync(process.execPath, args, {
+  const r = spawnSync(process.execPath, [self, ...args], {
     encoding: 'utf8',
-    env: { ...process.env, ...run.env, COMLRL_BACKEND: backend },
+    env: { ...process.env, ...env, COMLRL_BACKEND: backend },
     stdio: ['ignore', 'pipe', 'pipe'],
     maxBuffer: 1 << 24,
   });
   const line = r.stdout.split('\n').find((l) => l.startsWith(CHILD_TAG));
   if (r.status !== 0 || line === undefined) {
-    console.error(`bench ${name} on ${backend} failed: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' / ')}`);
+    console.error(`bench ${what} on ${backend} failed: ${(r.stderr || r.stdout).trim().split('\n').slice(-3).join(' / ')}`);
     return null;
   }
-  return JSON.parse(line.slice(CHILD_TAG.length)) as Figures;
+  return JSON.parse(line.slice(CHILD_TAG.length)) as unknown;
+}
+
+/** Runs `name` on `backend` in a fresh Node process; null on failure. */
+function onBackend(backend: BackendName, name: ChildSection, run: ChildRun = {}): Figures | null {
+  return childJson(backend, name, ['--child', name, run.dir ?? '', run.model ? JSON.stringify(run.model) : ''], run.env) as Figures | null;
+}
+
+/** The items section on `backend` in a fresh Node process; null on failure. */
+function itemsOnBackend(backend: BackendName, options: ItemsBenchOptions): ItemsBenchResult | null {
+  const out = childJson(backend, 'items', ['--items-child', JSON.stringify(options)]);
+  return out === null ? null : itemsBenchResultSchema.parse(out);
+}
+
+/** $COMLRL_BENCH_BACKENDS, else torch when it is set up, else wasm: the backends the items section runs on. */
+function itemsBackends(): BackendName[] {
+  if (process.env.COMLRL_BENCH_BACKENDS) return benchBackends();
+  return [torchInstalled() ? 'torch' : 'wasm'];
 }
 
 /** $COMLRL_BENCH_BACKENDS, else wasm, tensorflow when it is set up and torch when it is set up. */
@@ -258,9 +279,14 @@ async function main(): Promise<void> {
   const argv = process.argv.slice(2);
   if (argv[0] === '--child') return child(argv[1] as ChildSection, argv[2] || undefined, argv[3] || undefined);
   if (argv[0] === '--paper-worker') return paperWorker();
+  if (argv[0] === '--items-child') {
+    console.log(CHILD_TAG + JSON.stringify(await benchItems(itemsBenchOptionsSchema.parse(JSON.parse(argv[1])))));
+    return;
+  }
   // `--quick` (paper, critic-fit): the short form, for checking. The paper bench's folder and part:
   // `--out DIR`, `--resume`, `--arms a,b`, `--variants 'sparse H=4,dense H=4'`, `--seeds 1,2,3`,
-  // `--lambda 0.8` (the λ-returns arms' λ instead of the sweep's).
+  // `--lambda 0.8` (the λ-returns arms' λ instead of the sweep's). Items: `--like qwen3-1.7b`,
+  // `--trainers magrpo,collm-dc,collm-cc`, `--new-tokens 64`.
   const quick = argv.includes('--quick');
   const resume = argv.includes('--resume');
   const valueOf = (flag: string): string | undefined => {
@@ -282,7 +308,11 @@ async function main(): Promise<void> {
   const lambdaText = valueOf('--lambda');
   const lambda = lambdaText === undefined ? undefined : Number(lambdaText);
   if (lambda !== undefined && !Number.isFinite(lambda)) throw new Error(`bench: --lambda takes a number in [0, 1], got '${lambdaText}'`);
-  const valued = new Set(['--out', '--arms', '--variants', '--seeds', '--lambda']);
+  const like = valueOf('--like');
+  const trainers = valueOf('--trainers')?.split(',');
+  const newTokensText = valueOf('--new-tokens');
+  const newTokens = newTokensText === undefined ? undefined : Number(newTokensText);
+  const valued = new Set(['--out', '--arms', '--variants', '--seeds', '--lambda', '--like', '--trainers', '--new-tokens']);
   const only = new Set(argv.filter((a, i) => a !== '--quick' && a !== '--resume' && !valued.has(a) && !valued.has(argv[i - 1] ?? '')));
   const want = (name: string): boolean => only.size === 0 || only.has(name);
   // Long runs (minutes): only when named.
@@ -300,8 +330,25 @@ async function main(): Promise<void> {
   if (only.has('critic-fit') && !(await benchCriticFit({ quick }))) process.exitCode = 1;
   if (only.has('offload')) printOffloadTable(await benchOffload());
   if (only.has('profile-torch')) await profileTorch();
+  if (only.has('items')) {
+    // The bench model: rounds as $COMLRL_BENCH_ROUNDS; a real-size checkpoint: one item per trainer
+    // and mode, 128 new tokens a turn (the CoopHE CoLLM-CC item of docs/benchmarks.md has 128).
+    // A bad --like, --trainers or --new-tokens fails here, not in each child.
+    const parsed = itemsBenchOptionsSchema.safeParse(
+      like === undefined
+        ? { rounds: benchRounds(), trainers, maxNewTokens: newTokens }
+        : { like, rounds: 1, items: 1, warmupItems: 0, trainers, maxNewTokens: newTokens ?? 128 },
+    );
+    if (!parsed.success) throw new Error(`bench items: ${parsed.error.issues.map((i) => `${i.path.join('.') || 'options'}: ${i.message}`).join('; ')}`);
+    const options: ItemsBenchOptions = parsed.data;
+    for (const b of itemsBackends()) {
+      const r = itemsOnBackend(b, options);
+      if (r === null) process.exitCode = 1;
+      else console.log(itemsTable(r).join('\n'));
+    }
+  }
   // Only long runs named: nothing else to measure.
-  if (only.size > 0 && [...only].every((n) => ['paper', 'configs', 'memory', 'capacity', 'critic-fit', 'offload', 'profile-torch'].includes(n))) return;
+  if (only.size > 0 && [...only].every((n) => ['paper', 'configs', 'memory', 'capacity', 'critic-fit', 'offload', 'profile-torch', 'items'].includes(n))) return;
   const backends = benchBackends();
   const load = (): string => os.loadavg().map((l) => l.toFixed(2)).join(' ');
   console.log(`# comlrl benchmark (${os.cpus().length} cores, ${os.cpus()[0]?.model ?? 'cpu'}, node ${process.version}; backends: ${backends.join(', ')}; load average ${load()})`);

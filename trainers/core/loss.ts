@@ -9,6 +9,7 @@ import type { JointLoraPasses } from '../../src/model/lora/joint.js';
 import type { CausalLM, CompletionScores } from '../../src/model/types.js';
 import type { AdamW } from '../../src/optim/adamw.js';
 import { clipGradNorm, sumOfSquares } from '../../src/optim/clip.js';
+import { currentPhaseParts } from './metrics.js';
 
 /** A completion to score after its prompt (ids of the agent's own tokenizer). */
 export interface ScoredCompletion {
@@ -56,7 +57,9 @@ export interface SequenceLossGradients {
  * Σ over `chunks` of `lossOf(chunk)` and its gradients w.r.t. `vars`: one forward/backward pass per
  * chunk, gradients summed as they come, so memory stays that of one chunk. A variable the loss does
  * not reach gets no gradient (torch's None: the optimizer leaves it alone); with no chunks, every
- * variable gets zeros. Caller disposes the gradients.
+ * variable gets zeros. Caller disposes the gradients. Inside a timed phase the time goes to its
+ * parts `forward` (the `lossOf` calls: the scoring passes) and `backward` (the rest: gradients and
+ * their sums).
  * @throws Error with `nonFiniteMessage(loss, chunk size)` when a chunk's loss is NaN or infinite
  *   (nothing is left allocated).
  */
@@ -66,11 +69,22 @@ export function accumulateGradients<R>(
   lossOf: (chunk: R[]) => tf.Scalar,
   nonFiniteMessage: (loss: number, chunkSize: number) => string,
 ): { grads: tf.NamedTensorMap; loss: number } {
+  const parts = currentPhaseParts();
+  const t0 = performance.now();
+  let forward = 0;
+  const timedLoss = (chunk: R[]): tf.Scalar => {
+    const f0 = performance.now();
+    try {
+      return lossOf(chunk);
+    } finally {
+      forward += performance.now() - f0;
+    }
+  };
   const acc = new Map<string, tf.Tensor>();
   let total = 0;
   try {
     for (const chunk of chunks) {
-      const { value, grads } = tf.variableGrads(() => tf.tidy(() => lossOf(chunk)), [...vars]);
+      const { value, grads } = tf.variableGrads(() => tf.tidy(() => timedLoss(chunk)), [...vars]);
       sampleMemory();
       const v = value.dataSync()[0];
       value.dispose();
@@ -97,6 +111,8 @@ export function accumulateGradients<R>(
       if (g) out[v.name] = g;
       else if (chunks.length === 0) out[v.name] = tf.zerosLike(v);
     }
+    parts?.add('forward', forward / 1000);
+    parts?.add('backward', (performance.now() - t0 - forward) / 1000);
     return { grads: out, loss: total };
   } catch (err) {
     for (const g of acc.values()) g.dispose();
@@ -158,6 +174,7 @@ export interface AppliedGradients {
 
 /**
  * Optionally clips `grads` to a global norm, then takes one optimizer step. Disposes `grads`.
+ * Inside a timed phase its time goes to the phase's part `optimizer`.
  * @throws Error when the gradient norm is non-finite (the step is not taken).
  */
 export function applyGradients(
@@ -166,6 +183,8 @@ export function applyGradients(
   maxGradNorm: number | null | undefined,
   label = 'policy update',
 ): AppliedGradients {
+  const parts = currentPhaseParts();
+  const t0 = performance.now();
   try {
     let gradNorm: number;
     let clipped = false;
@@ -184,6 +203,7 @@ export function applyGradients(
     return { gradNorm, clipped };
   } finally {
     for (const g of Object.values(grads)) g.dispose();
+    parts?.add('optimizer', (performance.now() - t0) / 1000);
   }
 }
 

@@ -22,15 +22,45 @@ export function evalKey(name: string): string {
 /** A flat record of finite numbers as logged per step. */
 export type MetricRecord = Record<string, number>;
 
+/** Where the parts of a timed phase go: `add('forward', s)` adds s seconds to `<phase>_forward`. */
+export interface PhaseParts {
+  add(part: string, seconds: number): void;
+}
+
+/** The phase whose `fn` is running synchronously inside {@link PhaseTimer.time} now, else null. */
+let running: PhaseParts | null = null;
+
+/**
+ * The parts recorder of the phase being timed, when called from the synchronous part of a
+ * {@link PhaseTimer.time} callback (the update steps are synchronous), else null. The shared
+ * gradient and optimizer helpers report their parts through it, so every trainer's
+ * `training` (and `critic_training`) time is split without each trainer passing its timer down.
+ * Capture it at the start of a synchronous function: after an `await` it is no longer the caller's.
+ */
+export function currentPhaseParts(): PhaseParts | null {
+  return running;
+}
+
 /** Accumulates wall time per phase (generation, reward, scoring, ...) in seconds. */
 export class PhaseTimer {
   private readonly totals = new Map<string, number>();
 
-  /** Runs `fn` and adds its wall time to `phase`. */
+  /**
+   * Runs `fn` and adds its wall time to `phase`. While `fn` runs synchronously,
+   * {@link currentPhaseParts} adds to `phase_<part>` (a part of `phase`, not beside it).
+   */
   async time<R>(phase: string, fn: () => Promise<R> | R): Promise<R> {
     const t0 = performance.now();
+    const outer = running;
+    running = { add: (part, seconds) => this.add(`${phase}_${part}`, seconds) };
     try {
-      return await fn();
+      let result: Promise<R> | R;
+      try {
+        result = fn();
+      } finally {
+        running = outer;
+      }
+      return await result;
     } finally {
       this.add(phase, (performance.now() - t0) / 1000);
     }
