@@ -319,6 +319,8 @@ export function jointStepOnSequenceLoss<R extends ScoredCompletion>(
   });
   const acc = new Map<string, tf.Tensor>();
   const losses = agents.map(() => 0);
+  const parts = currentPhaseParts();
+  let forward = 0;
   try {
     for (const chunk of plan.batches) {
       const parts = agents.map((_, agent) => chunk.filter((c) => c.agent === agent).map((c) => c.row));
@@ -326,6 +328,7 @@ export function jointStepOnSequenceLoss<R extends ScoredCompletion>(
       const { value, grads } = tf.variableGrads(
         () =>
           tf.tidy(() => {
+            const f0 = performance.now();
             const scores = joint.scoreCompletions(
               parts.map((rows) => ({ promptIds: rows.map((r) => [...r.promptIds]), completionIds: rows.map((r) => [...r.completionIds]) })),
               plan.pass,
@@ -338,6 +341,7 @@ export function jointStepOnSequenceLoss<R extends ScoredCompletion>(
               return l;
             });
             const present = terms.filter((t): t is tf.Scalar => t !== null);
+            forward += performance.now() - f0;
             return (present.length === 1 ? present[0] : tf.addN(present)) as tf.Scalar;
           }),
         joint.trainableVariables(),
@@ -371,6 +375,9 @@ export function jointStepOnSequenceLoss<R extends ScoredCompletion>(
     throw err;
   }
   const t1 = performance.now();
+  // As in accumulateGradients: the scoring passes are the phase's forward part, the rest its backward.
+  parts?.add('forward', forward / 1000);
+  parts?.add('backward', (t1 - t0 - forward) / 1000);
   const gradsOf = joint.models.map((m, a) => {
     const out: tf.NamedTensorMap = {};
     for (const v of m.trainableVariables()) {
