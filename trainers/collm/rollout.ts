@@ -11,8 +11,7 @@ import type { GlobalInfo, LLMDecPOMDP } from '../../src/decpomdp/types.js';
 import type { Rng } from '../../src/util/rng.js';
 import type { PhaseTimer } from '../core/metrics.js';
 import { behaviourLogProbs } from './steps.js';
-import { encodePrompt, generateRound, type CompletionGroup, type CompletionSampler, type GenerationSettings } from '../core/generation.js';
-import type { JointLoraPasses } from '../../src/model/lora/joint.js';
+import { encodePrompt, generateRound, type CompletionGroup, type CompletionSampler, type GenerationSettings, type JointPasses } from '../core/generation.js';
 import { assertFiniteReward } from '../core/trainer.js';
 import { takeJointActions, type RolloutStep } from '../core/joint-step.js';
 import type { ReferenceKlTracker } from '../core/reference-kl.js';
@@ -30,8 +29,8 @@ export interface RolloutContext<T, S> {
   readonly referenceKl?: ReferenceKlTracker | null;
   /** Completions given in place of sampling (see {@link CompletionSampler}). */
   readonly sampler?: CompletionSampler | null;
-  /** Joint passes over the agents (LoRA agents on one base), else null: each agent samples and is scored alone. */
-  readonly joint?: JointLoraPasses | null;
+  /** Joint passes over the agents (LoRA agents on one base) and their eligibility; absent: each agent samples and is scored alone. */
+  readonly joint?: JointPasses;
 }
 
 /** What the agents saw and sampled at one turn of a rollout. */
@@ -59,8 +58,9 @@ export async function sampleTurn<T, S>(ctx: RolloutContext<T, S>, state: S, k: n
   const observations = agents.map((_, i) => env.observe(state, i));
   const promptIds = agents.map((a, i) => encodePrompt(a, observations[i], env.rendering?.(state, i)));
   // LoRA agents on one base sample, and are scored, in joint passes.
-  const joint = ctx.joint ?? null;
-  const groups = await timer.time('generation', () => generateRound(agents, promptIds, k, ctx.settings, ctx.rng, joint, ctx.sampler ?? null));
+  const passes = ctx.joint ?? { eligible: false, passes: null };
+  const joint = passes.passes;
+  const groups = await timer.time('generation', () => generateRound(agents, promptIds, k, ctx.settings, ctx.rng, passes, ctx.sampler ?? null));
   const behaviour = await timer.time('scoring', async () => {
     if (joint) return sequenceSums(await joint.tokenLogProbs(groups.map((g, i) => ({ promptIds: g.ids.map(() => promptIds[i]), completionIds: g.ids }))));
     const out: number[][] = [];

@@ -536,7 +536,7 @@ export class CoLLMTrainer<T, S, C extends ActorCriticConfig> extends TrainerBase
   }
 
   private rolloutContext(): RolloutContext<T, S> {
-    return { agents: this.agents, env: this.env, settings: this.settings, rng: this.samplingRng, timer: this.timer, label: this.names.label, referenceKl: this.referenceKl, sampler: this.sampler, joint: this.joint };
+    return { agents: this.agents, env: this.env, settings: this.settings, rng: this.samplingRng, timer: this.timer, label: this.names.label, referenceKl: this.referenceKl, sampler: this.sampler, joint: this.jointPasses };
   }
 
   // -------------------------------------------------------------------------------------------

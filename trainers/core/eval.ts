@@ -8,8 +8,7 @@ import type { Agent } from '../../src/decpomdp/agent.js';
 import type { LLMDecPOMDP } from '../../src/decpomdp/types.js';
 import type { Rng } from '../../src/util/rng.js';
 import { meanOrZero as mean } from '../../src/util/stats.js';
-import { encodePrompt, generateRoundOf, type CompletionGroup, type GenerationSettings } from './generation.js';
-import type { JointLoraPasses } from '../../src/model/lora/joint.js';
+import { encodePrompt, generateRoundOf, type CompletionGroup, type GenerationSettings, type JointPasses } from './generation.js';
 import { evalKey, turnKey, type MetricRecord } from './metrics.js';
 
 /** One eval task played to the end (or to early termination). */
@@ -42,8 +41,8 @@ export interface EvalRunOptions<T, S> {
   batchSize: number;
   settings: GenerationSettings;
   rng: Rng;
-  /** Joint passes over the agents (LoRA agents on one base), else each agent generates alone. */
-  joint?: JointLoraPasses | null;
+  /** Joint passes over the agents (LoRA agents on one base) and their eligibility; absent: each agent generates alone from `rng`. */
+  joint?: JointPasses;
   discount: number;
   /**
    * Stop an episode after a turn whose reward is greater than this (null: never). CoMLRL's MAGRPO
@@ -79,7 +78,7 @@ export async function runEvalEpisodes<T, S>(opts: EvalRunOptions<T, S>): Promise
       const obs = live.map((i) => agents.map((_, a) => env.observe(states[i] as S, a)));
       // One generate call per agent over all live episodes of the batch (LoRA agents on one base: one joint call).
       const prompts = agents.map((agent, a) => obs.map((o, j) => encodePrompt(agent, o[a], env.rendering?.(states[live[j]] as S, a))));
-      const perAgent: CompletionGroup[][] = await generateRoundOf(agents, prompts, 1, opts.settings, opts.rng, opts.joint ?? null);
+      const perAgent: CompletionGroup[][] = await generateRoundOf(agents, prompts, 1, opts.settings, opts.rng, opts.joint ?? { eligible: false, passes: null });
       const next: (S | null)[] = states.map(() => null);
       for (let j = 0; j < live.length; j++) {
         const i = live[j];

@@ -245,20 +245,21 @@ function completionGroups(agent: Agent, prompts: readonly number[][], k: number,
 }
 
 /**
- * The random stream of each agent for one round of sampling, drawn from `rng` in agent order: an
- * agent's draws then do not depend on when the others draw theirs, so the agents sampling one after
- * another or all in one joint pass take the same tokens.
+ * The random stream of each agent for one round of sampling. Agents that may run joint passes
+ * (`perAgent`: LoRA agents on one base, whether `joint_passes` is on or off) each get a stream of
+ * their own, drawn from `rng` in agent order: an agent's draws then do not depend on when the
+ * others draw theirs, so sampling one after another or all in one joint pass takes the same
+ * tokens. Other agents (and a lone agent) draw from `rng` itself, one after another.
  */
-export function agentStreams(rng: Rng, agents: number): Rng[] {
-  // A lone agent has no one to wait for: it draws from the stream itself.
-  if (agents === 1) return [rng];
+export function agentStreams(rng: Rng, agents: number, perAgent: boolean): Rng[] {
+  if (!perAgent || agents === 1) return Array.from({ length: agents }, () => rng);
   return Array.from({ length: agents }, () => createRng(`agent-stream:${Math.floor(rng.next() * 2 ** 32)}`));
 }
 
 /**
- * One round of sampling: agent i samples `k` completions of each of `prompts[i]` (each agent with
- * its own stream, {@link agentStreams}). With `joint` (LoRA agents on one base), all agents sample
- * in one batch; otherwise one after another. With a sampler in `sampler`, the completions come
+ * One round of sampling: agent i samples `k` completions of each of `prompts[i]` (with the
+ * streams of {@link agentStreams}). With `joint.passes` (LoRA agents on one base, `joint_passes`
+ * on), all agents sample in one batch; otherwise one after another. With a sampler in `sampler`, the completions come
  * from it. Returns each agent's groups, one per prompt.
  */
 export async function generateRoundOf(
@@ -267,19 +268,28 @@ export async function generateRoundOf(
   k: number,
   settings: GenerationSettings,
   rng: Rng,
-  joint: JointLoraPasses | null,
+  joint: JointPasses,
   sampler: CompletionSampler | null = null,
 ): Promise<CompletionGroup[][]> {
-  const streams = agentStreams(rng, agents.length);
+  const streams = agentStreams(rng, agents.length, joint.eligible);
   const own = prompts.map((list) => list.map((p) => [...p]));
-  if (joint === null || sampler !== null) {
+  if (joint.passes === null || sampler !== null) {
     const out: CompletionGroup[][] = [];
     for (let i = 0; i < agents.length; i++) out.push(await generateGroups(agents[i], own[i], k, settings, streams[i], { index: i, sampler }));
     return out;
   }
   agents.forEach((agent, i) => own[i].forEach((p) => checkPromptFits(agent, p.length, settings.maxNewTokens)));
-  const outs = await joint.generate(agents.map((agent, i) => ({ promptIds: own[i], options: agentSamplingOptions(agent, k, settings, streams[i]) })));
+  const outs = await joint.passes.generate(agents.map((agent, i) => ({ promptIds: own[i], options: agentSamplingOptions(agent, k, settings, streams[i]) })));
   return agents.map((agent, i) => completionGroups(agent, own[i], k, outs[i]));
+}
+
+/**
+ * Whether a trainer's agents may run joint passes (`eligible`: LoRA agents on one base) and the
+ * passes they run (`passes`: null when `joint_passes` is false or they are not eligible).
+ */
+export interface JointPasses {
+  readonly eligible: boolean;
+  readonly passes: JointLoraPasses | null;
 }
 
 /** {@link generateRoundOf} with one prompt per agent: agent i's K completions of `prompts[i]`. */
@@ -289,7 +299,7 @@ export async function generateRound(
   k: number,
   settings: GenerationSettings,
   rng: Rng,
-  joint: JointLoraPasses | null,
+  joint: JointPasses,
   sampler: CompletionSampler | null = null,
 ): Promise<CompletionGroup[]> {
   const groups = await generateRoundOf(

@@ -17,7 +17,7 @@ import { createRng, rngFor, type Rng } from '../../src/util/rng.js';
 import type { LrScheduleSettings } from './config.js';
 import { evalTurnMetrics, runEvalCallbacks, runEvalEpisodes, summarizeEval, type EvalCallback, type EvalEpisode } from './eval.js';
 import { saveAgents, type SaveOptions } from './save.js';
-import { agentSampling, generateGroup, PromptTooLongError, type CompletionGroup, type CompletionSampler, type CompletionSource, type GenerationSettings } from './generation.js';
+import { agentSampling, generateGroup, PromptTooLongError, type JointPasses, type CompletionGroup, type CompletionSampler, type CompletionSource, type GenerationSettings } from './generation.js';
 import type { UpdateTrace } from './trace.js';
 import type { ResolvedSampling } from '../../src/sampling/defaults.js';
 import { describeItem } from '../../src/data/row-origin.js';
@@ -199,6 +199,8 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
    * is not false; null otherwise (each agent runs its own passes).
    */
   protected readonly joint: JointLoraPasses | null;
+  /** {@link TrainerBase.joint} and whether the agents may run joint passes at all (it picks their sampling streams). */
+  protected readonly jointPasses: JointPasses;
   protected cursor: DatasetCursor = { epoch: 0, index: 0 };
   protected envStep = 0;
   protected optimizerSteps = 0;
@@ -247,7 +249,9 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
     this.trainBatchSize = config.train_batch_size ?? config.rollout_buffer_size;
     this.samplingRng = rngFor(config.seed, 'sampling');
     this.minibatchRng = rngFor(config.seed, 'minibatch');
-    this.joint = config.joint_passes === false ? null : JointLoraPasses.of(this.agents.map((a) => a.model));
+    const eligible = JointLoraPasses.of(this.agents.map((a) => a.model));
+    this.joint = config.joint_passes === false ? null : eligible;
+    this.jointPasses = { eligible: eligible !== null, passes: this.joint };
   }
 
   /** Where agent i's training completions come from (its own sampling, or the given sampler). */
@@ -430,7 +434,7 @@ export abstract class TrainerBase<T, S, C extends TrainerRunFields> {
       batchSize: config.eval_batch_size,
       settings: { ...this.settings, greedy: config.eval_greedy },
       rng: rngFor(config.seed, 'eval'),
-      joint: this.joint,
+      joint: this.jointPasses,
       discount: config.discount,
       earlyTerminationThreshold,
     });

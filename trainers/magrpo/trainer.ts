@@ -349,7 +349,7 @@ export class MAGRPOTrainer<T, S> extends TrainerBase<T, S, MAGRPOConfig> {
     // Every agent observes the state and samples K completions (LoRA agents on one base: in one joint pass).
     const observations = agents.map((_, i) => env.observe(state, i));
     const prompts = agents.map((agent, i) => encodePrompt(agent, observations[i], env.rendering?.(state, i)));
-    const groups = await this.timer.time('generation', () => generateRound(agents, prompts, k, this.settings, this.samplingRng, this.joint, this.sampler));
+    const groups = await this.timer.time('generation', () => generateRound(agents, prompts, k, this.settings, this.samplingRng, this.jointPasses, this.sampler));
     groups.forEach((group, i) => {
       this.tokensWindow[i] += group.ids.reduce((s, c) => s + c.length, 0);
       this.completionsWindow[i] += group.ids.length;
