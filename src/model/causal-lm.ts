@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import * as path from 'node:path';
 import * as tf from '@tensorflow/tfjs';
 import { gatherRows, lengthMask, uploadNow } from '../backend/index.js';
-import { planGeneration, planMicroBatches, unplannedPass, type MicroBatchPlan, type RowSize } from '../memory/plan.js';
+import { planGeneration, planMicroBatches, unplannedPass, type GenerationPlan, type MicroBatchPlan, type RowSize } from '../memory/plan.js';
 import { DEFAULT_MEMORY_SETTINGS, type MemorySettings, type PassMemory } from '../memory/settings.js';
 import { parseGenerationSampling, type CheckpointSampling } from '../sampling/defaults.js';
 import type { DecoderConfig } from './config.js';
@@ -227,7 +227,7 @@ export class TfCausalLM implements CausalLM {
     this.live();
     const n = options.numReturnSequences ?? 1;
     const width = Math.max(1, ...promptIds.map((p) => p.length));
-    const plan = planGeneration(this, { total: promptIds.length * n, promptWidth: width, maxNewTokens: options.maxNewTokens, memory: this.memory });
+    const plan = this.generationPlan(promptIds.length * n, width, options.maxNewTokens);
     const group = plan.batchSize;
     if (group >= promptIds.length * n) return generateSequences(this, promptIds, options, 'cache', plan.attentionBlockBytes);
     const out: GenerationOutput = { sequences: [], logProbs: [], finished: [] };
@@ -240,6 +240,15 @@ export class TfCausalLM implements CausalLM {
       }
     }
     return out;
+  }
+
+  /**
+   * How many of `total` sequences (prompts up to `promptWidth` tokens, `maxNewTokens` new ones) a
+   * KV-cache generation on this model's base runs together under its memory settings, and the
+   * attention block of their prefill (a joint pass of several LoRA models asks the first one).
+   */
+  generationPlan(total: number, promptWidth: number, maxNewTokens: number): GenerationPlan {
+    return planGeneration(this, { total, promptWidth, maxNewTokens, memory: this.memory });
   }
 
   /** Like {@link TfCausalLM.generate}, choosing the KV cache or whole-sequence recomputation (benchmarks, tests). */

@@ -93,14 +93,7 @@ export function accumulateGradients<R>(
         throw new Error(nonFiniteMessage(v, chunk.length));
       }
       total += v;
-      for (const [name, g] of Object.entries(grads)) {
-        const prev = acc.get(name);
-        if (prev) {
-          acc.set(name, tf.add(prev, g));
-          prev.dispose();
-          g.dispose();
-        } else acc.set(name, g);
-      }
+      addInto(acc, grads);
     }
     // torch: a parameter the loss never reaches keeps grad None, and AdamW leaves it alone (no
     // decay, no step) — e.g. a critic's unused LM head. With no chunk at all the loss was a
@@ -117,6 +110,18 @@ export function accumulateGradients<R>(
   } catch (err) {
     for (const g of acc.values()) g.dispose();
     throw err;
+  }
+}
+
+/** Adds a pass's gradients into the running sums by variable name (the pass's tensors are taken over). */
+function addInto(acc: Map<string, tf.Tensor>, grads: tf.NamedTensorMap): void {
+  for (const [name, g] of Object.entries(grads)) {
+    const prev = acc.get(name);
+    if (prev) {
+      acc.set(name, tf.add(prev, g));
+      prev.dispose();
+      g.dispose();
+    } else acc.set(name, g);
   }
 }
 
@@ -361,14 +366,7 @@ export function jointStepOnSequenceLoss<R extends ScoredCompletion>(
         tf.dispose(Object.values(grads));
         throw new Error(bad);
       }
-      for (const [name, g] of Object.entries(grads)) {
-        const prev = acc.get(name);
-        if (prev) {
-          acc.set(name, tf.add(prev, g));
-          prev.dispose();
-          g.dispose();
-        } else acc.set(name, g);
-      }
+      addInto(acc, grads);
     }
   } catch (err) {
     for (const g of acc.values()) g.dispose();

@@ -6,7 +6,7 @@
  * rows reach another's adapter (attention is per row, every other op is per position).
  */
 import * as tf from '@tensorflow/tfjs';
-import { planGeneration, type MicroBatchPlan, type RowSize } from '../../memory/plan.js';
+import type { MicroBatchPlan, RowSize } from '../../memory/plan.js';
 import type { PassMemory } from '../../memory/settings.js';
 import { scoreCompletionsOf, TfCausalLM, type PassModel } from '../causal-lm.js';
 import { Decoder, type LoraDelta } from '../decoder.js';
@@ -150,7 +150,7 @@ export class JointLoraPasses implements PassModel {
     const width = Math.max(1, ...requests.flatMap((r) => r.promptIds.map((p) => p.length)));
     const maxNew = Math.max(0, ...requests.map((r) => r.options.maxNewTokens));
     const first = this.models[0];
-    const plan = planGeneration(first, { total, promptWidth: width, maxNewTokens: maxNew, memory: first.memory });
+    const plan = first.generationPlan(total, width, maxNew);
     if (plan.batchSize < total) {
       const out: GenerationOutput[] = [];
       for (let i = 0; i < requests.length; i++) out.push(await this.models[i].generate(requests[i].promptIds, requests[i].options));
