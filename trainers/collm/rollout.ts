@@ -10,7 +10,7 @@ import type { Agent } from '../../src/decpomdp/agent.js';
 import type { GlobalInfo, LLMDecPOMDP } from '../../src/decpomdp/types.js';
 import type { Rng } from '../../src/util/rng.js';
 import type { PhaseTimer } from '../core/metrics.js';
-import { behaviourLogProbs } from './steps.js';
+import { behaviourLogProbs, behaviourSums } from './steps.js';
 import { encodePrompt, generateRound, type CompletionGroup, type CompletionSampler, type GenerationSettings, type JointPasses } from '../core/generation.js';
 import { assertFiniteReward } from '../core/trainer.js';
 import { takeJointActions, type RolloutStep } from '../core/joint-step.js';
@@ -62,7 +62,7 @@ export async function sampleTurn<T, S>(ctx: RolloutContext<T, S>, state: S, k: n
   const joint = passes.passes;
   const groups = await timer.time('generation', () => generateRound(agents, promptIds, k, ctx.settings, ctx.rng, passes, ctx.sampler ?? null));
   const behaviour = await timer.time('scoring', async () => {
-    if (joint) return sequenceSums(await joint.tokenLogProbs(groups.map((g, i) => ({ promptIds: g.ids.map(() => promptIds[i]), completionIds: g.ids }))));
+    if (joint) return (await joint.tokenLogProbs(groups.map((g, i) => ({ promptIds: g.ids.map(() => promptIds[i]), completionIds: g.ids })))).map(behaviourSums);
     const out: number[][] = [];
     for (let i = 0; i < agents.length; i++) out.push(await behaviourLogProbs(agents[i].model, groups[i].ids.map(() => promptIds[i]), groups[i].ids));
     return out;
@@ -193,15 +193,4 @@ export async function predictDistinct(
   );
   const byKey = new Map(unique.map((j, q) => [keys[j], preds[q]]));
   return keys.map((key) => byKey.get(key) as number);
-}
-
-/** Σ of each completion's token log-probs, per agent (as {@link behaviourLogProbs} sums them). */
-function sequenceSums(perAgent: readonly (readonly (readonly number[])[])[]): number[][] {
-  return perAgent.map((rows) =>
-    rows.map((lp, i) => {
-      const s = lp.reduce((a, b) => a + b, 0);
-      if (!Number.isFinite(s)) throw new Error(`behaviour log-prob of completion ${i} is ${s} (non-finite)`);
-      return s;
-    }),
-  );
 }

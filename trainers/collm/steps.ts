@@ -313,7 +313,12 @@ export async function behaviourLogProbs(
     prompts.map((p) => [...p]),
     completions.map((c) => [...c]),
   );
-  return per.map((lp, i) => {
+  return behaviourSums(per);
+}
+
+/** Σ of each completion's token log-probs: its behaviour log-prob, refused when non-finite. */
+export function behaviourSums(tokenLogProbs: readonly (readonly number[])[]): number[] {
+  return tokenLogProbs.map((lp, i) => {
     const s = lp.reduce((a, b) => a + b, 0);
     if (!Number.isFinite(s)) throw new Error(`behaviour log-prob of completion ${i} is ${s} (non-finite)`);
     return s;

@@ -6,7 +6,7 @@
 import * as tf from '@tensorflow/tfjs';
 import { sampleMemory } from '../../src/logging/memory.js';
 import type { JointLoraPasses } from '../../src/model/lora/joint.js';
-import type { CausalLM, CompletionScores } from '../../src/model/types.js';
+import type { CausalLM, CompletionScores, RowSize } from '../../src/model/types.js';
 import type { AdamW } from '../../src/optim/adamw.js';
 import { clipGradNorm, sumOfSquares } from '../../src/optim/clip.js';
 import { currentPhaseParts } from './metrics.js';
@@ -113,6 +113,16 @@ export function accumulateGradients<R>(
   }
 }
 
+/** What a scoring pass holds of a row: its prompt and completion, and the completion's tokens scored. */
+function scoredRowSize(r: ScoredCompletion): RowSize {
+  return { width: r.promptIds.length + r.completionIds.length, scored: r.completionIds.length };
+}
+
+/** The error of a chunk whose loss is NaN or infinite. */
+function nonFiniteLossMessage(label: string, loss: number, rows: number): string {
+  return `${label}: the loss is ${loss} (non-finite) on a chunk of ${rows} completions; check rewards/advantages for NaN or Infinity, or lower the learning rate`;
+}
+
 /** Adds a pass's gradients into the running sums by variable name (the pass's tensors are taken over). */
 function addInto(acc: Map<string, tf.Tensor>, grads: tf.NamedTensorMap): void {
   for (const [name, g] of Object.entries(grads)) {
@@ -143,7 +153,7 @@ export function sequenceLossGradients<R extends ScoredCompletion>(
   for (const r of scored) {
     if (r.completionIds.length === 0) throw new Error(`${label}: an empty completion cannot be scored`);
   }
-  const plan = model.planPasses(scored, (r) => ({ width: r.promptIds.length + r.completionIds.length, scored: r.completionIds.length }), {
+  const plan = model.planPasses(scored, scoredRowSize, {
     label: `${label}: scoring`,
     backward: true,
     maxRows: options.chunkSize,
@@ -161,9 +171,7 @@ export function sequenceLossGradients<R extends ScoredCompletion>(
       const seq = tf.sum(scores.tokenLogProbs, 1) as tf.Tensor1D;
       return loss(seq, chunk, scores);
     },
-    (v, n) =>
-      `${label}: the loss is ${v} (non-finite) on a chunk of ${n} completions; ` +
-      'check rewards/advantages for NaN or Infinity, or lower the learning rate',
+    (v, n) => nonFiniteLossMessage(label, v, n),
   );
   const tokens = scored.reduce((a, r) => a + r.completionIds.length, 0);
   return { grads: g.grads, loss: g.loss, rowsScored: scored.length, tokensScored: tokens };
@@ -317,7 +325,7 @@ export function jointStepOnSequenceLoss<R extends ScoredCompletion>(
     for (const r of rows) if (r.completionIds.length === 0) throw new Error(`${agents[i].label}: an empty completion cannot be scored`);
   });
   const order = scored.flatMap((rows, agent) => rows.map((row) => ({ agent, row })));
-  const plan = joint.planPasses(order, ({ row }) => ({ width: row.promptIds.length + row.completionIds.length, scored: row.completionIds.length }), {
+  const plan = joint.planPasses(order, ({ row }) => scoredRowSize(row), {
     label: `${agents.map((a) => a.label).join(' + ')}: joint scoring`,
     backward: true,
     maxRows: options.chunkSize,
@@ -358,7 +366,7 @@ export function jointStepOnSequenceLoss<R extends ScoredCompletion>(
       parts.forEach((rows, a) => {
         if (rows.length === 0) return;
         const v = values[k++]!.dataSync()[0];
-        if (!Number.isFinite(v) && bad === null) bad = `${agents[a].label}: the loss is ${v} (non-finite) on a chunk of ${rows.length} completions; check rewards/advantages for NaN or Infinity, or lower the learning rate`;
+        if (!Number.isFinite(v) && bad === null) bad = nonFiniteLossMessage(agents[a].label, v, rows.length);
         losses[a] += v;
       });
       tf.dispose(values.filter((t): t is tf.Scalar => t !== null));
