@@ -17,6 +17,9 @@
  * - **Targets.** `mc` (default): each transition's discounted return G_t, the target whose fit
  *   says whether the critic can read its input. `td`: the run's default, y_t = r_t + γ·V(h_{t+1})
  *   from the current critic at every update epoch (as `recompute_targets` does).
+ * - **The critic's input.** The run's: its text (history and m_t as `critic_history` and
+ *   `use_global_info` say) and, where the config sets `critic_global_features`, the relay's numeric
+ *   m_t beside it (each row's features of the state it was played from, as the trainer gives them).
  * - **Held-out.** Fresh episodes of the same actors on the same tasks; each turn's target is its
  *   history's value under the actors, E[G_t | s_t], the mean return of `continuations` episodes
  *   played on from its state, so a critic that reads its input perfectly scores near 1.
@@ -27,7 +30,8 @@ import { planMinibatches } from '../src/buffer/replay.js';
 import type { CriticLM } from '../src/critic/value-model.js';
 import { AdamW } from '../src/optim/adamw.js';
 import { createRng, rngFor } from '../src/util/rng.js';
-import type { HiddenCueRelayEnv, RelayTask } from '../envs/hidden-cue/relay.js';
+import { globalFeaturesOf } from '../src/decpomdp/features.js';
+import type { HiddenCueRelayEnv, RelayState, RelayTask } from '../envs/hidden-cue/relay.js';
 import { centralizedCritic } from '../trainers/collm/centralized.js';
 import type { CoLLMCCConfig } from '../trainers/collm/config.js';
 import type { CriticView } from '../trainers/collm/critic-set.js';
@@ -49,12 +53,19 @@ export interface HeldOutRow {
   readonly noise: number;
   /** The score so far, Σ s of the turns played (m_t prints it as `score`). */
   readonly score: number;
+  /** m_t as numbers (the env's `globalFeatures` of the state), for a critic that reads them. */
+  readonly features: readonly number[];
+}
+
+/** A training turn with its numeric m_t. */
+export interface FitTurn extends ActorTurn {
+  readonly features: readonly number[];
 }
 
 /** The histories one seed's fits share (the critic's text is built per critic, from the views). */
 export interface OnPolicyData {
   /** Training episodes per flush: `flushes[f][e]` is episode e's turns. */
-  readonly flushes: readonly (readonly ActorTurn[][])[];
+  readonly flushes: readonly (readonly FitTurn[][])[];
   readonly heldOut: readonly HeldOutRow[];
   /** Seconds spent playing. */
   readonly seconds: number;
@@ -86,7 +97,8 @@ export async function onPolicyData(
   const t0 = performance.now();
   // The actors do not change, so every flush can be played at once.
   const starts = Array.from({ length: budget.flushes }, () => tasks.map((task) => env.initialState(task))).flat();
-  const train = await playWithActors(env, agents, starts, settings, createRng(`critic-gate:${seed}:train`));
+  const featuresOf = (state: RelayState) => globalFeaturesOf(env, state);
+  const train = (await playWithActors(env, agents, starts, settings, createRng(`critic-gate:${seed}:train`))).map((turns) => turns.map((k) => ({ ...k, features: featuresOf(k.state) })));
   const flushes = Array.from({ length: budget.flushes }, (_, f) => train.slice(f * tasks.length, (f + 1) * tasks.length));
   const heldRng = createRng(`critic-gate:${seed}:held-out`);
   const held = await playWithActors(
@@ -106,7 +118,7 @@ export async function onPolicyData(
     settings,
     heldRng,
   );
-  return { flushes, heldOut: rows.map((r, j) => ({ turn: r.turn, view: r.view, history: r.history, score: r.score, ...estimates[j] })), seconds: (performance.now() - t0) / 1000 };
+  return { flushes, heldOut: rows.map((r, j) => ({ turn: r.turn, view: r.view, history: r.history, score: r.score, features: featuresOf(r.state), ...estimates[j] })), seconds: (performance.now() - t0) / 1000 };
 }
 
 /** One critic's fit (see the module comment). */
@@ -163,7 +175,10 @@ export async function fitOnPolicy(lm: CriticLM, agents: readonly Agent[], data: 
     throw new Error('critic-fit gate: the run schedules its learning rate; the gate steps at a constant one');
   }
   const lr = config.critic_learning_rate ?? config.agent_learning_rate;
-  const critic = centralizedCritic(agents, config, lm, undefined, rngFor(config.seed, 'init'));
+  // A critic that reads numeric m_t (`critic_global_features`) gets each row's features beside its text.
+  const reads = config.critic_global_features === true;
+  const featureSize = reads ? (data.heldOut[0]?.features.length ?? 0) : 0;
+  const critic = centralizedCritic(agents, config, lm, undefined, rngFor(config.seed, 'init'), featureSize);
   const model = critic.model;
   const optimizer = new AdamW(model.ownVariables(), { lr, betas: config.adam_betas, eps: config.adam_eps, weightDecay: config.weight_decay });
   const minibatchRng = rngFor(config.seed, 'minibatch');
@@ -177,7 +192,8 @@ export async function fitOnPolicy(lm: CriticLM, agents: readonly Agent[], data: 
   const heldIds = data.heldOut.map((r) => idsOf(r.view, r.history));
   const heldTurns = data.heldOut.map((r) => r.turn);
   const heldValues = data.heldOut.map((r) => r.value);
-  const gateAt = async (): Promise<TurnRows> => ({ turns: heldTurns, targets: heldValues, predictions: await model.predict(heldIds) });
+  const heldFeatures = reads ? data.heldOut.map((r) => r.features) : null;
+  const gateAt = async (): Promise<TurnRows> => ({ turns: heldTurns, targets: heldValues, predictions: await model.predict(heldIds, null, heldFeatures) });
   const flushes = data.flushes.length;
   const at = [...new Set([...(o.checkpoints ?? [0, Math.round(flushes / 4), Math.round(flushes / 2)]), flushes])].filter((f) => f >= 0 && f <= flushes).sort((a, b) => a - b);
   const gateEV: number[] = [];
@@ -198,11 +214,12 @@ export async function fitOnPolicy(lm: CriticLM, agents: readonly Agent[], data: 
           turns.map((k) => k.reward),
           config.discount,
         );
-        return turns.map((k, t) => ({ turn: t, ids: idsOf(k.view, turns.slice(0, t).map((h) => h.view)), reward: k.reward, return: returns[t], last: t === turns.length - 1 }));
+        return turns.map((k, t) => ({ turn: t, ids: idsOf(k.view, turns.slice(0, t).map((h) => h.view)), features: k.features, reward: k.reward, return: returns[t], last: t === turns.length - 1 }));
       });
       for (const r of rows) returnsByTurn.set(r.turn, [...(returnsByTurn.get(r.turn) ?? []), r.return]);
       const ids = rows.map((r) => r.ids);
-      const anchor = await model.predict(ids);
+      const features = reads ? rows.map((r) => r.features) : null;
+      const anchor = await model.predict(ids, null, features);
       let targets: number[] = rows.map((r) => r.return);
       let epoch = -1;
       for (const mb of planMinibatches(
@@ -211,7 +228,7 @@ export async function fitOnPolicy(lm: CriticLM, agents: readonly Agent[], data: 
       )) {
         if (o.target === 'td' && mb.epoch !== epoch) {
           // y_t = r_t + γ·V(h_{t+1}) from the critic as it is at this update epoch's start.
-          const values = await model.predict(ids);
+          const values = await model.predict(ids, null, features);
           targets = [];
           let start = 0;
           for (const turns of episodes) {
@@ -226,7 +243,7 @@ export async function fitOnPolicy(lm: CriticLM, agents: readonly Agent[], data: 
           }
         }
         epoch = mb.epoch;
-        const batch: ValueRow[] = mb.indices.map((j) => ({ criticIds: ids[j], target: targets[j], oldValue: anchor[j] }));
+        const batch: ValueRow[] = mb.indices.map((j) => ({ criticIds: ids[j], target: targets[j], oldValue: anchor[j], ...(reads ? { features: rows[j].features } : {}) }));
         criticStep(model, optimizer, batch, config.value_loss_coef, clip, { maxGradNorm: config.max_grad_norm, chunkSize: config.scoring_batch_size, label: `critic-fit gate, flush ${f + 1}` });
         steps++;
       }

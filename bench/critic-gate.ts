@@ -9,12 +9,17 @@
  *
  * The gate fits every variant for {@link GateBudget.seeds} seeds (actors, value head, sampling,
  * minibatch order) × {@link GateBudget.inits} critic initialisations (the pretrained checkpoint's
- * init seed before pretraining: the weights a vocabulary order also moves). A variant passes when
- * the mean of its seeds × inits figures, less two standard errors, is ≥ {@link GATE_EV}; the gate
- * passes when every gated variant does: one whose held-out values vary within turns well beyond
- * their sampling noise ({@link CEILING_FLOOR}). Printed beside each figure: a per-turn constant
+ * init seed before pretraining: the weights a vocabulary order also moves). A critic input passes a
+ * variant when the mean of its seeds × inits figures, less two standard errors, is ≥ {@link GATE_EV};
+ * it passes the gate when it passes every gated variant: one whose held-out values vary within turns
+ * well beyond their sampling noise ({@link CEILING_FLOOR}). The gate passes when one input does. Printed beside each figure: a per-turn constant
  * (each turn's mean training return: 0 by construction here, and what the old pooled EV gave it),
  * the ceiling, and what the best line through m_t's score explains.
+ *
+ * The gate fits each critic input a CC arm of the bench gives its critic ({@link GATE_ARMS}): the
+ * paper's text critic (history and m_t as text) and the one that also reads m_t as numbers
+ * (`critic_global_features`). Each has its own verdict; the λ-returns arms read the same inputs, and
+ * the gate's Monte-Carlo targets are λ = 1, so their critics' gate is their input's.
  *
  * The bench's vocabulary order ($COMLRL_CRITIC_VOCAB_ORDER, bench/paper-runs.ts) changes every
  * word's initial weights; the gate's verdict must not move with it.
@@ -48,11 +53,25 @@ export const GATE_FULL: GateBudget = { seeds: [1, 2, 3], inits: [0, 1], heldOutE
 /** `--quick`: the same seeds × inits, few held-out rows (for checking the plumbing; its figures mean little). */
 export const GATE_QUICK: GateBudget = { seeds: [1, 2, 3], inits: [0, 1], heldOutEpisodes: 8, continuations: 4, target: 'mc' };
 
-/** The arm whose critic the gate fits: CoLLM-CC with the pretrained critic. */
-export const GATE_ARM: PaperArm = PAPER_ARMS.find((a) => a.id === 'cc-pre') as PaperArm;
+const armOf = (id: string): PaperArm => {
+  const arm = PAPER_ARMS.find((a) => a.id === id);
+  if (!arm) throw new Error(`critic-fit gate: no arm '${id}'`);
+  return arm;
+};
 
-/** One fit: a variant, a critic init, a run seed. */
+/** The arms whose critics the gate fits, one per critic input: the text critic (the paper's) and the one that also reads numeric m_t. */
+export const GATE_ARMS: readonly PaperArm[] = [armOf('cc-pre'), armOf('cc-pre-mt')];
+
+/** The gate arm whose critic input `arm` gives its critic, or null where the gate does not speak for it (MAGRPO, DC, the controls, the random-init critic). */
+export function gateArmFor(arm: PaperArm): string | null {
+  if (arm.method !== 'collm-cc' || arm.critic !== 'pretrained' || arm.control !== undefined) return null;
+  return arm.features === true ? 'cc-pre-mt' : 'cc-pre';
+}
+
+/** One fit: a critic input (its gate arm), a variant, a critic init, a run seed. */
 export interface GateRow {
+  /** The gate arm ({@link GATE_ARMS}) whose config the critic was fitted with; rows kept before there were two read as 'cc-pre'. */
+  readonly arm?: string;
   readonly variant: string;
   readonly init: number;
   readonly seed: number;
@@ -62,23 +81,49 @@ export interface GateRow {
 /** A pretrained critic of one init. */
 export interface GateCritic {
   readonly init: number;
-  readonly lm: CriticLM;
+  /** Loads a fresh copy of the pretrained critic: a fit trains the LM it is given in place, so every fit gets its own. */
+  load(): Promise<CriticLM>;
 }
 
+/** A row's gate arm. */
+export const gateArmOf = (r: GateRow): string => r.arm ?? 'cc-pre';
+
 /**
- * Every init's fit on one variant and seed: the seed's actors play the histories once, then each
- * critic fits them. `epochs` = the run's epochs (flushes); `scratch` holds the actors' checkpoints.
+ * Every gate arm's and init's fit on one variant and seed: the seed's actors play the histories
+ * once, then each critic fits them with its arm's config. `epochs` = the run's epochs (flushes);
+ * `scratch` holds the actors' checkpoints; `arms` = the gate arms to fit (ids of {@link GATE_ARMS}).
  */
-export async function gateFits(variant: PaperVariant, seed: number, epochs: number, critics: readonly GateCritic[], budget: Pick<GateBudget, 'heldOutEpisodes' | 'continuations' | 'target'>, scratch: string): Promise<GateRow[]> {
+export async function gateFits(
+  variant: PaperVariant,
+  seed: number,
+  epochs: number,
+  critics: readonly GateCritic[],
+  budget: Pick<GateBudget, 'heldOutEpisodes' | 'continuations' | 'target'>,
+  scratch: string,
+  arms: readonly string[] = GATE_ARMS.map((a) => a.id),
+): Promise<GateRow[]> {
   const h = variant.horizon;
-  const config = parseCoLLMCCConfig(actorCriticConfig(GATE_ARM, h, seed, epochs));
+  const configs = arms.map((id) => {
+    if (!GATE_ARMS.some((a) => a.id === id)) throw new Error(`critic-fit gate: '${id}' is not a gate arm (${GATE_ARMS.map((a) => a.id).join(', ')})`);
+    return { arm: id, config: parseCoLLMCCConfig(actorCriticConfig(armOf(id), h, seed, epochs)) };
+  });
+  const discount = configs[0]?.config.discount ?? 1;
   const agents = await paperActors(scratch, `gate-${variant.payment}${h}-s${seed}`, seed);
   try {
     const env = new HiddenCueRelayEnv({ numTurns: h, payment: variant.payment });
     const plan: OnPolicyBudget = { flushes: epochs, heldOutEpisodes: budget.heldOutEpisodes, continuations: budget.continuations };
-    const data = await onPolicyData(env, agents, trainTasks(h), plan, ACTOR_SAMPLING, config.discount, seed);
+    const data = await onPolicyData(env, agents, trainTasks(h), plan, ACTOR_SAMPLING, discount, seed);
     const rows: GateRow[] = [];
-    for (const c of critics) rows.push({ variant: variant.name, init: c.init, seed, result: await fitOnPolicy(c.lm, agents, data, { config, target: budget.target }) });
+    for (const { arm, config } of configs) {
+      for (const c of critics) {
+        const lm = await c.load();
+        try {
+          rows.push({ arm, variant: variant.name, init: c.init, seed, result: await fitOnPolicy(lm, agents, data, { config, target: budget.target }) });
+        } finally {
+          lm.model.dispose();
+        }
+      }
+    }
     return rows;
   } finally {
     for (const a of agents) a.model.dispose();
@@ -96,8 +141,10 @@ export const finalGateEV = (r: GateRow): number => r.result.gateEV[r.result.gate
  */
 export const CEILING_FLOOR = 0.5;
 
-/** One variant's verdict. */
+/** One critic input's verdict on one variant. */
 export interface VariantVerdict {
+  /** The gate arm (critic input). */
+  readonly arm: string;
   readonly variant: string;
   /** The final gate figures over seeds × inits. */
   readonly spread: Spread;
@@ -111,25 +158,42 @@ export interface VariantVerdict {
   readonly verdict: 'pass' | 'fail' | 'not gated';
 }
 
-/** The verdict of each variant, in the order they first appear in `rows`. */
+/** The verdict of each gate arm on each variant, arms in {@link GATE_ARMS} order, variants in the order they first appear in `rows`. */
 export function gateVerdicts(rows: readonly GateRow[]): VariantVerdict[] {
   const names = [...new Set(rows.map((r) => r.variant))];
-  return names.map((variant) => {
-    const mine = rows.filter((r) => r.variant === variant);
+  const arms = GATE_ARMS.map((a) => a.id).filter((id) => rows.some((r) => gateArmOf(r) === id));
+  return arms.flatMap((arm) => names.flatMap((variant) => {
+    const mine = rows.filter((r) => r.variant === variant && gateArmOf(r) === arm);
+    if (mine.length === 0) return [];
     const spread = spreadOf(mine.map(finalGateEV));
     const inits = [...new Set(mine.map((r) => r.init))].sort((a, b) => a - b);
     const byInit = new Map(inits.map((i) => [i, spreadOf(mine.filter((r) => r.init === i).map(finalGateEV))]));
     const ceiling = spreadOf(mine.map((r) => r.result.ceiling)).mean;
     const scoreLine = spreadOf(mine.map((r) => r.result.scoreLine)).mean;
-    const verdict = !(ceiling >= CEILING_FLOOR) ? 'not gated' : spread.mean - 2 * spread.se >= GATE_EV ? 'pass' : 'fail';
-    return { variant, spread, byInit, ceiling, scoreLine, verdict };
-  });
+    const verdict: VariantVerdict['verdict'] = !(ceiling >= CEILING_FLOOR) ? 'not gated' : spread.mean - 2 * spread.se >= GATE_EV ? 'pass' : 'fail';
+    return [{ arm, variant, spread, byInit, ceiling, scoreLine, verdict }];
+  }));
 }
 
-/** Whether the gate passes: every gated variant passes (and one is gated). */
-export function gatePasses(rows: readonly GateRow[]): boolean {
-  const gated = gateVerdicts(rows).filter((x) => x.verdict !== 'not gated');
+/** Whether the critic input of gate arm `arm` passes: it passes every variant it is gated on (and one is gated). */
+export function gateArmPasses(rows: readonly GateRow[], arm: string): boolean {
+  const gated = gateVerdicts(rows).filter((x) => x.arm === arm && x.verdict !== 'not gated');
   return gated.length > 0 && gated.every((x) => x.verdict === 'pass');
+}
+
+/** The gate arms whose critic input passes ({@link gateArmPasses}). */
+export function passingGateArms(rows: readonly GateRow[]): string[] {
+  return GATE_ARMS.map((a) => a.id).filter((id) => gateArmPasses(rows, id));
+}
+
+/** Whether the gate passes: some critic input passes every variant it is gated on. */
+export function gatePasses(rows: readonly GateRow[]): boolean {
+  return passingGateArms(rows).length > 0;
+}
+
+/** How the reports name a gate arm's critic input. */
+export function inputLabel(arm: string): string {
+  return arm === 'cc-pre-mt' ? 'text + numeric m_t' : arm === 'cc-pre' ? 'text' : arm;
 }
 
 const f3 = (x: number) => (Number.isNaN(x) ? 'NaN' : x.toFixed(3));
@@ -147,25 +211,26 @@ export interface GateReportContext {
 export function gateReport(rows: readonly GateRow[], c: GateReportContext): string[] {
   const out: string[] = [];
   out.push(
-    `## Critic-fit gate: does CoLLM-CC's critic learn the value of its run's on-policy histories? (the run's schedule: lr ${c.lr}, minibatches of ${c.batch}; ${c.target === 'mc' ? 'Monte-Carlo return' : 'one-step TD'} targets; vocabulary order ${c.vocabOrder}; figure: held-out explained variance within turns, t ≥ 1; pass: mean − 2·SE ≥ ${GATE_EV} on every variant whose held-out ceiling is ≥ ${CEILING_FLOOR})`,
+    `## Critic-fit gate: does CoLLM-CC's critic learn the value of its run's on-policy histories? (the run's schedule: lr ${c.lr}, minibatches of ${c.batch}; ${c.target === 'mc' ? 'Monte-Carlo return' : 'one-step TD'} targets; vocabulary order ${c.vocabOrder}; figure: held-out explained variance within turns, t ≥ 1; a critic input passes with mean − 2·SE ≥ ${GATE_EV} on every variant whose held-out ceiling is ≥ ${CEILING_FLOOR}; the gate passes when one input does)`,
   );
   out.push('');
-  out.push('| variant | init | seed | steps | gate EV at flushes | per-turn EV, t = 0 … H−1 | pooled EV (old) | per-turn constant: gate EV · pooled EV | ceiling | m_t score, best line | seconds |');
-  out.push('|---|---|---|---|---|---|---|---|---|---|---|');
+  out.push('| critic input | variant | init | seed | steps | gate EV at flushes | per-turn EV, t = 0 … H−1 | pooled EV (old) | per-turn constant: gate EV · pooled EV | ceiling | m_t score, best line | seconds |');
+  out.push('|---|---|---|---|---|---|---|---|---|---|---|---|');
   for (const r of rows) {
     const x = r.result;
     const at = x.at.map((f, i) => `${f}: ${f3(x.gateEV[i])}`).join(' · ');
-    out.push(`| ${r.variant} | ${r.init} | ${r.seed} | ${x.steps} | ${at} | ${x.perTurnEV.map(f3).join(' ')} | ${f3(x.pooledEV)} | ${f3(x.baseline.gateEV)} · ${f3(x.baseline.pooledEV)} | ${f3(x.ceiling)} | ${f3(x.scoreLine)} | ${x.seconds.toFixed(0)} |`);
+    out.push(`| ${inputLabel(gateArmOf(r))} | ${r.variant} | ${r.init} | ${r.seed} | ${x.steps} | ${at} | ${x.perTurnEV.map(f3).join(' ')} | ${f3(x.pooledEV)} | ${f3(x.baseline.gateEV)} · ${f3(x.baseline.pooledEV)} | ${f3(x.ceiling)} | ${f3(x.scoreLine)} | ${x.seconds.toFixed(0)} |`);
   }
   out.push('');
-  out.push('| variant | gate EV, mean ± SE [min, max] over seeds × inits | per init: mean [min, max] | mean − 2·SE | ceiling | m_t score, best line | verdict |');
-  out.push('|---|---|---|---|---|---|---|');
+  out.push('| critic input | variant | gate EV, mean ± SE [min, max] over seeds × inits | per init: mean [min, max] | mean − 2·SE | ceiling | m_t score, best line | verdict |');
+  out.push('|---|---|---|---|---|---|---|---|');
   for (const v of gateVerdicts(rows)) {
     const s = v.spread;
     const inits = [...v.byInit].map(([i, b]) => `init ${i}: ${f3(b.mean)} [${f3(b.min)}, ${f3(b.max)}]`).join(' · ');
-    out.push(`| ${v.variant} | ${f3(s.mean)} ± ${f3(s.se)} [${f3(s.min)}, ${f3(s.max)}] (n = ${s.n}) | ${inits} | ${f3(s.mean - 2 * s.se)} | ${f3(v.ceiling)} | ${f3(v.scoreLine)} | ${v.verdict} |`);
+    out.push(`| ${inputLabel(v.arm)} | ${v.variant} | ${f3(s.mean)} ± ${f3(s.se)} [${f3(s.min)}, ${f3(s.max)}] (n = ${s.n}) | ${inits} | ${f3(s.mean - 2 * s.se)} | ${f3(v.ceiling)} | ${f3(v.scoreLine)} | ${v.verdict} |`);
   }
   out.push('');
+  for (const arm of GATE_ARMS.filter((a) => rows.some((r) => gateArmOf(r) === a.id))) out.push(`gate, ${inputLabel(arm.id)}: ${gateArmPasses(rows, arm.id) ? 'PASSED' : 'FAILED'}`);
   out.push(`gate: ${gatePasses(rows) ? 'PASSED' : 'FAILED'}`);
   return out;
 }

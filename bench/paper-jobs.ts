@@ -26,11 +26,13 @@ export interface PretrainJob {
   readonly budget: PretrainBudget;
 }
 
-/** The gate's fits of one variant and run seed: one per pretrained critic (init). */
+/** The gate's fits of one variant and run seed: one per gate arm (critic input) and pretrained critic (init). */
 export interface GateJob {
   readonly kind: 'gate';
   readonly variant: string;
   readonly seed: number;
+  /** The gate arms to fit (bench/critic-gate.ts GATE_ARMS ids). */
+  readonly arms: readonly string[];
   /** The run's epochs (the gate's flushes). */
   readonly epochs: number;
   readonly critics: readonly { readonly init: number; readonly dir: string }[];
@@ -86,13 +88,8 @@ export async function runJob(job: PaperJob, scratch: string): Promise<PaperAnswe
     }
   }
   if (job.kind === 'gate') {
-    const critics: GateCritic[] = [];
-    try {
-      for (const c of job.critics) critics.push({ init: c.init, lm: { name: `critic-i${c.init}`, model: await loadCausalLM(c.dir), tokenizer: await loadTokenizer(c.dir) } });
-      return { ...job, result: await gateFits(variantOf(job.variant), job.seed, job.epochs, critics, job.budget, scratch) };
-    } finally {
-      for (const c of critics) c.lm.model.dispose();
-    }
+    const critics: GateCritic[] = job.critics.map((c) => ({ init: c.init, load: async () => ({ name: `critic-i${c.init}`, model: await loadCausalLM(c.dir), tokenizer: await loadTokenizer(c.dir) }) }));
+    return { ...job, result: await gateFits(variantOf(job.variant), job.seed, job.epochs, critics, job.budget, scratch, job.arms) };
   }
   const arm = PAPER_ARMS.find((a) => a.id === job.arm);
   if (!arm) throw new Error(`paper bench: unknown arm '${job.arm}'`);

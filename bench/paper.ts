@@ -31,7 +31,7 @@ import { fileURLToPath } from 'node:url';
 import { buildPlotSpec, renderSvg, svgToPng, type PlotPoint } from '../src/logging/plots.js';
 import { mean } from '../src/util/stats.js';
 import { PRETRAIN_BUDGET, type PretrainBudget } from './critic-pretrain.js';
-import { GATE_FULL, GATE_QUICK, gatePasses, gateReport, type GateBudget, type GateRow } from './critic-gate.js';
+import { GATE_ARMS, GATE_FULL, GATE_QUICK, gateArmFor, gateArmOf, gatePasses, gateReport, gateVerdicts, inputLabel, passingGateArms, type GateBudget, type GateRow } from './critic-gate.js';
 import { PAPER_TAG, type GateJob, type PaperAnswer, type PaperJob, type RunJob } from './paper-jobs.js';
 import { acBudget, benchVocabOrder, CRITIC_BATCH, CRITIC_LR, CRITIC_SIZE, EVAL_EPISODES, magrpoTasks, PAPER_ARMS, PAPER_VARIANTS, treeCompletions } from './paper-runs.js';
 import { bootstrapMean, curveArea, pairedTInterval, type Interval, type PairedInterval } from './paper-stats.js';
@@ -165,21 +165,28 @@ async function pretrainAndGate(s: PaperSettings, scratch: string, store: PaperSt
   const critics = s.gate.inits.map((init) => ({ init, dir: dirOf(init) }));
   // The variants being run (all unless a part names some); fits a store kept from an earlier invocation are reused.
   const gated = PAPER_VARIANTS.filter((v) => variants === undefined || variants.includes(v.name));
-  const allGateJobs: GateJob[] = gated.flatMap((v) => s.gate.seeds.map((seed) => ({ kind: 'gate' as const, variant: v.name, seed, epochs: s.epochs, critics, budget: s.gate })));
-  const kept = allGateJobs.map((j) => store?.gateRows<GateRow>(j.variant, j.seed, s.gate) ?? null);
-  const gate: GateRow[] = kept.flatMap((rows) => rows ?? []);
-  const gateJobs = allGateJobs.filter((_, i) => kept[i] === null);
-  if (gateJobs.length < allGateJobs.length) console.log(`gate: ${allGateJobs.length - gateJobs.length} of ${allGateJobs.length} fits are in ${store?.dir} already`);
+  // One job per variant and seed, fitting the gate arms (critic inputs) whose rows the store does not hold yet.
+  const allArms = GATE_ARMS.map((a) => a.id);
+  const slots = gated.flatMap((v) => s.gate.seeds.map((seed) => ({ variant: v.name, seed, kept: store?.gateRows<GateRow>(v.name, seed, s.gate) ?? [] })));
+  const gate: GateRow[] = slots.flatMap((x) => x.kept);
+  const gateJobs: GateJob[] = slots.flatMap((x) => {
+    const arms = allArms.filter((id) => !x.kept.some((r) => gateArmOf(r) === id));
+    return arms.length === 0 ? [] : [{ kind: 'gate' as const, variant: x.variant, seed: x.seed, arms, epochs: s.epochs, critics, budget: s.gate }];
+  });
+  const keptFits = gate.length;
+  if (keptFits > 0) console.log(`gate: ${keptFits} of ${slots.length * allArms.length * critics.length} fits are in ${store?.dir} already`);
   const tGate = performance.now();
   await pool(gateJobs, workers, (a) => {
     if (a.kind !== 'gate') return;
-    store?.saveGateRows(a.variant, a.seed, s.gate, a.result);
+    const before = slots.find((x) => x.variant === a.variant && x.seed === a.seed)?.kept ?? [];
+    store?.saveGateRows(a.variant, a.seed, s.gate, [...before, ...a.result]);
     gate.push(...a.result);
     cpu.gate += a.cpuSeconds ?? 0;
-    for (const r of a.result) process.stderr.write(`paper: gate ${r.variant} init ${r.init} seed ${r.seed}: EV ${r.result.gateEV.map(f3).join(' → ')} (${r.result.seconds.toFixed(0)} s)\n`);
+    for (const r of a.result) process.stderr.write(`paper: gate ${inputLabel(gateArmOf(r))} ${r.variant} init ${r.init} seed ${r.seed}: EV ${r.result.gateEV.map(f3).join(' → ')} (${r.result.seconds.toFixed(0)} s)\n`);
   });
   const order = (r: GateRow) => PAPER_VARIANTS.findIndex((v) => v.name === r.variant);
-  gate.sort((a, b) => order(a) - order(b) || a.init - b.init || a.seed - b.seed);
+  const armOrder = (r: GateRow) => allArms.indexOf(gateArmOf(r));
+  gate.sort((a, b) => armOrder(a) - armOrder(b) || order(a) - order(b) || a.init - b.init || a.seed - b.seed);
   console.log('');
   for (const line of gateReport(gate, { lr: CRITIC_LR, batch: CRITIC_BATCH, target: s.gate.target, vocabOrder: vocab })) console.log(line);
   console.log(`gate fits: ${((performance.now() - tGate) / 60000).toFixed(1)} min on ${workers} workers`);
@@ -301,7 +308,7 @@ export async function benchPaper(options: PaperOptions = {}): Promise<string | n
     await runMissing(runJobs(s, dir, part, { lambda }), store, 'runs');
     const runMin = (performance.now() - tRuns) / 60000;
     const results = store.runs();
-    printTables(s, results, passed);
+    printTables(s, results, gate);
     const png = await writePlot(s, results, process.env.COMLRL_PAPER_PLOT ?? path.join(out, 'paper-bench.png'));
     console.log(`\nplot: ${png}${options.quick && options.out === undefined ? ' (QUICK: removed with its temporary folder)' : ''}; runs ${runMin.toFixed(1)} min; wall time ${((performance.now() - t0) / 60000).toFixed(1)} min`);
     // CPU time does not grow with the machine's load, so it predicts the wall time on idle cores.
@@ -316,15 +323,18 @@ export async function benchPaper(options: PaperOptions = {}): Promise<string | n
 
 type RunAnswer = StoredRun;
 
-function printTables(s: PaperSettings, results: readonly RunAnswer[], passed: boolean): void {
-  console.log(`\n${passed ? '' : '**GATE FAILED: read these figures as unsupported.** '}Final = mean per-turn score of ${EVAL_EPISODES} sampled eval episodes after the whole budget; AUC = the mean of the ${s.segments + 1} evaluations at 0, 1/${s.segments}, …, 1 of each method's budget (trapezoids); critic EV = the critic's explained variance for the Monte-Carlo returns in training (\`critic/ev_mc/turn_k\`), mean over turns 2..H, at the first → last flush. Mean over seeds [bootstrap 95% interval]; sweep rows ran on held-out seeds.\n`);
-  console.log('| variant | method | seeds | completions / agent | final | AUC | critic EV vs MC return, first → last flush |');
-  console.log('|---|---|---|---|---|---|---|');
+function printTables(s: PaperSettings, results: readonly RunAnswer[], gateRows: readonly GateRow[]): void {
+  const verdicts = gateVerdicts(gateRows);
+  const passing = passingGateArms(gateRows);
+  const gateLine = GATE_ARMS.filter((a) => verdicts.some((v) => v.arm === a.id)).map((a) => `${inputLabel(a.id)} critic ${passing.includes(a.id) ? 'PASSED' : 'FAILED'}`).join(', ');
+  console.log(`\n${passing.length > 0 ? `Gate: ${gateLine}.` : `**GATE FAILED (${gateLine}): read these figures as unsupported.**`} Final = mean per-turn score of ${EVAL_EPISODES} sampled eval episodes after the whole budget; AUC = the mean of the ${s.segments + 1} evaluations at 0, 1/${s.segments}, …, 1 of each method's budget (trapezoids); critic EV = the critic's explained variance for the Monte-Carlo returns in training (\`critic/ev_mc/turn_k\`), mean over turns 2..H, at the first → last flush; gate = the critic-fit gate's verdict for the row's critic input on that variant (– where it does not fit that critic). Mean over seeds [bootstrap 95% interval]; sweep rows ran on held-out seeds.\n`);
+  console.log('| variant | method | seeds | completions / agent | final | AUC | critic EV vs MC return, first → last flush | gate |');
+  console.log('|---|---|---|---|---|---|---|---|');
   for (const v of PAPER_VARIANTS) {
     for (const arm of PAPER_ARMS) {
       const runs = results.filter((r) => r.variant === v.name && r.arm === arm.id);
       if (runs.length === 0) {
-        if (arm.method === 'magrpo' && magrpoTasks(arm.k ?? 2, v.horizon, s.epochs) === 0) console.log(`| ${v.name} | ${arm.label} | – | – | not run: one tree is ${treeCompletions(arm.k ?? 2, v.horizon)} completions per agent, the budget ${acBudget(v.horizon, s.epochs)} | – | – |`);
+        if (arm.method === 'magrpo' && magrpoTasks(arm.k ?? 2, v.horizon, s.epochs) === 0) console.log(`| ${v.name} | ${arm.label} | – | – | not run: one tree is ${treeCompletions(arm.k ?? 2, v.horizon)} completions per agent, the budget ${acBudget(v.horizon, s.epochs)} | – | – | – |`);
         continue;
       }
       const finals = runs.map((r) => r.result.curve[r.result.curve.length - 1]);
@@ -332,7 +342,9 @@ function printTables(s: PaperSettings, results: readonly RunAnswer[], passed: bo
       const evs = runs.flatMap((r) => (r.result.evMc !== undefined && r.result.evMc.length > 0 ? [r.result.evMc] : []));
       const ev = evs.length > 0 ? `${f3(mean(evs.map((e) => e[0])))} → ${f3(mean(evs.map((e) => e[e.length - 1])))}` : '–';
       const label = arm.lambda === 'chosen' && runs[0].lambda !== undefined ? `${arm.label}: λ = ${runs[0].lambda}` : arm.label;
-      console.log(`| ${v.name} | ${label} | ${runs.length} | ${runs[0].result.completionsPerAgent} | ${ci(bootstrapMean(finals))} | ${ci(bootstrapMean(areas))} | ${ev} |`);
+      const gateArm = gateArmFor(arm);
+      const gate = gateArm === null ? '–' : (verdicts.find((x) => x.arm === gateArm && x.variant === v.name)?.verdict ?? '–');
+      console.log(`| ${v.name} | ${label} | ${runs.length} | ${runs[0].result.completionsPerAgent} | ${ci(bootstrapMean(finals))} | ${ci(bootstrapMean(areas))} | ${ev} | ${gate} |`);
     }
   }
   // The claim itself: each CC arm against MAGRPO, DC and the controls, paired by seed (same actor init).

@@ -49,9 +49,25 @@ test('quick bench: pretraining, gate, λ sweep, runs and tables into a folder; a
   expect(fs.existsSync(path.join(out, 'paper-bench.png'))).toBe(true);
   const before = runs.map((f) => fs.statSync(path.join(out, 'runs', f)).mtimeMs);
 
+  // A gate file kept before the gate fitted two critic inputs: the text critic's rows alone, without their arm.
+  const gateFile = path.join(out, 'gate__sparse-H4__s1.json');
+  const kept = JSON.parse(fs.readFileSync(gateFile, 'utf8')) as { budget: unknown; rows: { arm?: string }[] };
+  expect(kept.rows.map((r) => r.arm)).toEqual(['cc-pre', 'cc-pre', 'cc-pre-mt', 'cc-pre-mt']);
+  const textRows = kept.rows.filter((r) => r.arm === 'cc-pre').map(({ arm: _arm, ...r }) => r);
+  fs.writeFileSync(gateFile, JSON.stringify({ budget: kept.budget, rows: textRows }) + '\n');
+
   const second = await captured(() => benchPaper({ quick: true, out, part, resume: true }));
   expect(second).toContain('2 of 2 are in');
-  expect(second).toMatch(/gate: 3 of 3 fits are in/); // 3 seeds × this part's one variant (each fit covers both inits)
+  // 3 seeds × 2 critic inputs × 2 inits for this part's one variant; seed 1's numeric-m_t fits are fitted again.
+  expect(second).toMatch(/gate: 10 of 12 fits are in/);
+  const refitted = JSON.parse(fs.readFileSync(gateFile, 'utf8')) as { rows: { arm?: string; init: number }[] };
+  expect(refitted.rows.map((r) => [r.arm, r.init])).toEqual([
+    [undefined, 0],
+    [undefined, 1],
+    ['cc-pre-mt', 0],
+    ['cc-pre-mt', 1],
+  ]);
+  expect(second).toMatch(/gate, text \+ numeric m_t: (PASSED|FAILED)/);
   expect(second).toContain(`λ for the λ-returns arms: ${chosen.value}`);
   expect(fs.readdirSync(path.join(out, 'runs')).sort()).toEqual(runs);
   expect(runs.map((f) => fs.statSync(path.join(out, 'runs', f)).mtimeMs)).toEqual(before);

@@ -10,9 +10,9 @@ import type { CriticLM } from '../src/critic/value-model.js';
 import { centralizedCriticText } from '../src/critic/inputs.js';
 import { bootstrapMean, curveArea, evalItems, pairedTInterval, studentTCdf, studentTQuantile } from '../bench/paper-stats.js';
 import { explainedVariance } from '../src/buffer/targets.js';
-import { acBudget, blindText, criticStepsPerRun, criticWords, CRITIC_WORDS, magrpoTasks, PAPER_VARIANTS, treeCompletions, type PaperVariant } from '../bench/paper-runs.js';
+import { acBudget, blindText, criticStepsPerRun, criticWords, CRITIC_WORDS, magrpoTasks, PAPER_ARMS, PAPER_VARIANTS, treeCompletions, type PaperArm, type PaperVariant } from '../bench/paper-runs.js';
 import { criticTextSource, pretrainCritic } from '../bench/critic-pretrain.js';
-import { gateFits, GATE_EV, GATE_QUICK, gatePasses, gateReport, gateVerdicts, type GateCritic, type GateRow } from '../bench/critic-gate.js';
+import { gateArmFor, gateArmPasses, gateFits, GATE_EV, GATE_QUICK, gatePasses, gateReport, gateVerdicts, passingGateArms, type GateCritic, type GateRow } from '../bench/critic-gate.js';
 import { perTurnExplainedVariance, spreadOf, withinTurnExplainedVariance } from '../bench/turn-ev.js';
 import { ceilingOf, scoreLineOf } from '../bench/critic-fit.js';
 import { tinyCritic } from './collm-helpers.js';
@@ -204,6 +204,46 @@ describe('the gate\'s figure: explained variance within turns', () => {
     expect(GATE_EV).toBe(0.5);
   });
 
+  it('gives each critic input its own verdict; the gate passes when one input passes every gated variant', () => {
+    const row = (arm: string, variant: string, seed: number, ev: number): GateRow => ({
+      arm,
+      variant,
+      init: 0,
+      seed,
+      result: { at: [0, 1], gateEV: [0, ev], perTurnEV: [0, ev], pooledEV: ev, ceiling: 0.9, scoreLine: 0.9, baseline: { gateEV: 0, pooledEV: 0.2 }, steps: 1, tokens: 1, seconds: 0 },
+    });
+    // The text critic fails variant a (0.2 < 0.5), the numeric-m_t critic passes a and b.
+    const rows = [1, 2, 3].flatMap((seed) => [row('cc-pre', 'a', seed, 0.2), row('cc-pre', 'b', seed, 0.7), row('cc-pre-mt', 'a', seed, 0.8), row('cc-pre-mt', 'b', seed, 0.9)]);
+    expect(gateVerdicts(rows).map((v) => [v.arm, v.variant, v.verdict])).toEqual([
+      ['cc-pre', 'a', 'fail'],
+      ['cc-pre', 'b', 'pass'],
+      ['cc-pre-mt', 'a', 'pass'],
+      ['cc-pre-mt', 'b', 'pass'],
+    ]);
+    expect(gateArmPasses(rows, 'cc-pre')).toBe(false);
+    expect(gateArmPasses(rows, 'cc-pre-mt')).toBe(true);
+    expect(passingGateArms(rows)).toEqual(['cc-pre-mt']);
+    expect(gatePasses(rows)).toBe(true);
+    expect(gatePasses(rows.filter((r) => r.arm === 'cc-pre'))).toBe(false);
+    // Rows kept before the gate fitted two inputs carry no arm: they are the text critic's.
+    const { arm: _dropped, ...legacy } = rows[0];
+    expect(gateVerdicts([legacy])[0].arm).toBe('cc-pre');
+    // Which gate speaks for which arm of the bench: λ arms share their input's gate; controls, DC and MAGRPO have none.
+    const forArm = (id: string) => gateArmFor(PAPER_ARMS.find((a) => a.id === id) as PaperArm);
+    expect(['cc-pre', 'cc-pre-raw', 'cc-pre-lambda', 'cc-pre-mt', 'cc-pre-mt-lambda', 'cc-pre-blind', 'cc-pre-frozen', 'cc-random', 'dc-pre', 'magrpo-k2'].map(forArm)).toEqual([
+      'cc-pre',
+      'cc-pre',
+      'cc-pre',
+      'cc-pre-mt',
+      'cc-pre-mt',
+      null,
+      null,
+      null,
+      null,
+      null,
+    ]);
+  });
+
   it('the two vocabulary orders hold the same words in different orders (5b1078f moved `);`)', () => {
     const pre = criticWords('pre-5b1078f');
     expect([...pre].sort()).toEqual([...CRITIC_WORDS].sort());
@@ -225,28 +265,22 @@ describe('the critic-fit gate on its quick budget (plumbing)', () => {
     await cleanup();
   });
 
-  /** Two critic inits, each in its own vocabulary order, fresh for each seed (a fit trains its LM in place; small critics: the plumbing, not the fit). */
-  const freshCritics = async (seed: number): Promise<GateCritic[]> => [
-    { init: 0, lm: await tinyCritic(dir, `s${seed}-i0`, 10, criticWords('bench'), { hiddenSize: 16, numLayers: 1 }) },
-    { init: 1, lm: await tinyCritic(dir, `s${seed}-i1`, 1010, criticWords('pre-5b1078f'), { hiddenSize: 16, numLayers: 1 }) },
+  /** Two critic inits, each in its own vocabulary order; each load makes the init's critic afresh (a fit trains its LM in place; small critics: the plumbing, not the fit). */
+  const critics: GateCritic[] = [
+    { init: 0, load: () => tinyCritic(dir, 'i0', 10, criticWords('bench'), { hiddenSize: 16, numLayers: 1 }) },
+    { init: 1, load: () => tinyCritic(dir, 'i1', 1010, criticWords('pre-5b1078f'), { hiddenSize: 16, numLayers: 1 }) },
   ];
 
   it('fits seeds × inits on the run\'s schedule and prints per-turn EVs, the mean with its spread and the verdict', async () => {
     const variant: PaperVariant = { name: 'sparse H=2', horizon: 2, payment: 'sparse' };
     const rows: GateRow[] = [];
     for (const seed of GATE_QUICK.seeds) {
-      const critics = await freshCritics(seed);
       rows.push(...(await gateFits(variant, seed, 1, critics, GATE_QUICK, dir)));
-      for (const c of critics) c.lm.model.dispose();
     }
-    expect(rows.map((r) => [r.seed, r.init])).toEqual([
-      [1, 0],
-      [1, 1],
-      [2, 0],
-      [2, 1],
-      [3, 0],
-      [3, 1],
-    ]);
+    // Per seed: the text critic's fits (inits 0, 1), then the numeric-m_t critic's.
+    expect(rows.map((r) => [r.seed, r.arm, r.init])).toEqual(
+      [1, 2, 3].flatMap((seed) => ['cc-pre', 'cc-pre-mt'].flatMap((arm) => [0, 1].map((init) => [seed, arm, init]))),
+    );
     for (const r of rows) {
       // One flush: the run's schedule is 2 turn groups × 16/8 minibatches × 2 update epochs.
       expect(r.result.steps).toBe(criticStepsPerRun(2, 1));
@@ -261,10 +295,18 @@ describe('the critic-fit gate on its quick budget (plumbing)', () => {
     }
     // Same seed, same histories: the two inits' fits start from different critics.
     expect(rows[0].result.gateEV[0]).not.toBe(rows[1].result.gateEV[0]);
+    // The featured head's feature columns start at zero: before its first step it predicts what the
+    // text critic of the same init predicts; once trained on the features it predicts otherwise.
+    const [text0, , featured0] = rows;
+    expect(featured0.result.gateEV[0]).toBeCloseTo(text0.result.gateEV[0], 5);
+    expect(featured0.result.gateEV[1]).not.toBeCloseTo(text0.result.gateEV[1], 5);
     const lines = gateReport(rows, { lr: 3e-3, batch: 8, target: 'mc', vocabOrder: 'bench' });
     const text = lines.join('\n');
-    expect(lines.filter((l) => l.startsWith('| sparse H=2 | '))).toHaveLength(7); // 6 fits + the verdict row
-    expect(text).toMatch(/\| sparse H=2 \| -?\d\.\d{3} ± \d\.\d{3} \[-?\d\.\d{3}, -?\d\.\d{3}\] \(n = 6\) \| init 0: .* · init 1: .* \| -?\d\.\d{3} \| -?\d\.\d{3} \| -?\d\.\d{3} \| (pass|fail|not gated) \|/);
+    for (const input of ['text', 'text + numeric m_t']) {
+      expect(lines.filter((l) => l.startsWith(`| ${input} | sparse H=2 | `))).toHaveLength(7); // 6 fits + the verdict row
+      expect(text).toContain(`gate, ${input}: `);
+    }
+    expect(text).toMatch(/\| text \+ numeric m_t \| sparse H=2 \| -?\d\.\d{3} ± \d\.\d{3} \[-?\d\.\d{3}, -?\d\.\d{3}\] \(n = 6\) \| init 0: .* · init 1: .* \| -?\d\.\d{3} \| -?\d\.\d{3} \| -?\d\.\d{3} \| (pass|fail|not gated) \|/);
     expect(lines[lines.length - 1]).toMatch(/^gate: (PASSED|FAILED)$/);
     expect(lines[lines.length - 1]).toBe(`gate: ${gatePasses(rows) ? 'PASSED' : 'FAILED'}`);
   }, 60_000);
