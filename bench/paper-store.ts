@@ -72,10 +72,15 @@ export class PaperStore {
     return path.join(this.dir, `pretrained-i${init}`);
   }
 
-  /** Init `init`'s pretraining losses when it finished in an earlier invocation, else null. */
+  /**
+   * Init `init`'s pretraining losses when it finished in an earlier invocation and its checkpoint
+   * is still in the folder, else null. A folder carried without its checkpoints (the runs and gate
+   * files alone) pretrains them again: the pretraining is seeded, so it writes the same weights.
+   */
   pretrained(init: number): { firstLoss: number; lastLoss: number; seconds: number } | null {
     const f = path.join(this.dir, `pretrained-i${init}.json`);
-    return fs.existsSync(f) ? (JSON.parse(fs.readFileSync(f, 'utf8')) as { firstLoss: number; lastLoss: number; seconds: number }) : null;
+    const checkpoint = ['config.json', 'model.safetensors', 'tokenizer.json'].every((name) => fs.existsSync(path.join(this.pretrainedDir(init), name)));
+    return fs.existsSync(f) && checkpoint ? (JSON.parse(fs.readFileSync(f, 'utf8')) as { firstLoss: number; lastLoss: number; seconds: number }) : null;
   }
 
   /** Records that the critic in {@link pretrainedDir}(init) is complete. */

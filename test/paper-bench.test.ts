@@ -5,6 +5,8 @@
  * plumbing on its quick budget.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import * as fs from 'node:fs';
+import * as path from 'node:path';
 import { initBackend, setBackendLogger } from '../src/backend/init.js';
 import type { CriticLM } from '../src/critic/value-model.js';
 import { centralizedCriticText } from '../src/critic/inputs.js';
@@ -15,6 +17,7 @@ import { criticTextSource, pretrainCritic } from '../bench/critic-pretrain.js';
 import { gateArmFor, gateArmPasses, gateFits, GATE_EV, GATE_QUICK, gatePasses, gateReport, gateVerdicts, passingGateArms, type GateCritic, type GateRow } from '../bench/critic-gate.js';
 import { perTurnExplainedVariance, spreadOf, withinTurnExplainedVariance } from '../bench/turn-ev.js';
 import { ceilingOf, scoreLineOf } from '../bench/critic-fit.js';
+import { runJob } from '../bench/paper-jobs.js';
 import { tinyCritic } from './collm-helpers.js';
 import { tempDir } from './magrpo-helpers.js';
 
@@ -83,10 +86,10 @@ describe('paper bench statistics', () => {
 describe('critic pretraining and the critic-fit gate (tiny budgets)', () => {
   let cleanup: () => Promise<void>;
   let lm: CriticLM;
+  let dir: string;
   beforeAll(async () => {
     setBackendLogger(null);
     await initBackend('wasm');
-    let dir: string;
     ({ dir, cleanup } = await tempDir('paper-bench'));
     lm = await tinyCritic(dir, 'critic', 3, CRITIC_WORDS, { hiddenSize: 16, numLayers: 1 });
   });
@@ -101,6 +104,18 @@ describe('critic pretraining and the critic-fit gate (tiny budgets)', () => {
     expect(text.startsWith('[Global Info] turn ')).toBe(true);
     const { firstLoss, lastLoss } = await pretrainCritic(lm.model, lm.tokenizer, next, { steps: 30, batch: 4, lr: 1e-2 });
     expect(lastLoss).toBeLessThan(0.8 * firstLoss);
+  });
+
+  it('pretraining is seeded: the same init and budget write the same checkpoint bytes (a carried bench folder pretrains again)', async () => {
+    const job = { kind: 'pretrain' as const, seed: 1, vocab: 'bench' as const, budget: { steps: 5, batch: 4, lr: 3e-3 } };
+    const bytes: Buffer[] = [];
+    for (const name of ['a', 'b']) {
+      const out = path.join(dir, `pretrained-${name}`);
+      await runJob({ ...job, out }, dir);
+      bytes.push(fs.readFileSync(path.join(out, 'model.safetensors')));
+    }
+    expect(bytes[0].length).toBeGreaterThan(1000);
+    expect(bytes[0].equals(bytes[1])).toBe(true);
   });
 
   it('the critic vocabulary reads every critic text of every variant without an unknown token (scores like 1.75 included)', async () => {

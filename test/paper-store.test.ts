@@ -39,6 +39,8 @@ describe('paper bench store', () => {
     const a = PaperStore.open(dir, budget, { resume: false });
     expect(a.has(run('cc-pre', 1, 0.5))).toBe(false);
     a.save(run('cc-pre', 1, 0.5));
+    fs.mkdirSync(a.pretrainedDir(0));
+    for (const name of ['config.json', 'model.safetensors', 'tokenizer.json']) fs.writeFileSync(path.join(a.pretrainedDir(0), name), '{}');
     a.markPretrained(0, { firstLoss: 3, lastLoss: 1, seconds: 9 });
     a.setChoice('lambda', 0.8, 'best mean AUC on held-out seeds');
     const b = PaperStore.open(dir, budget, { resume: true });
@@ -51,6 +53,19 @@ describe('paper bench store', () => {
     expect(b.choice('other')).toBeNull();
     // Written whole: no temporary file is left beside the run.
     expect(fs.readdirSync(path.join(dir, 'runs'))).toEqual([runFileName(run('cc-pre', 1, 0))]);
+  });
+
+  it('holds a pretrained critic only with its checkpoint: a folder carried without it pretrains again', () => {
+    const s = PaperStore.open(fresh(), budget, { resume: false });
+    const losses = { firstLoss: 3.9, lastLoss: 0.3, seconds: 60 };
+    s.markPretrained(0, losses);
+    expect(s.pretrained(0)).toBeNull(); // the marker alone
+    fs.mkdirSync(s.pretrainedDir(0));
+    for (const name of ['config.json', 'model.safetensors']) fs.writeFileSync(path.join(s.pretrainedDir(0), name), '{}');
+    expect(s.pretrained(0)).toBeNull(); // no tokenizer yet
+    fs.writeFileSync(path.join(s.pretrainedDir(0), 'tokenizer.json'), '{}');
+    expect(s.pretrained(0)).toEqual(losses);
+    expect(s.pretrained(1)).toBeNull();
   });
 
   it('keeps the gate fits per variant and seed, reused only under the same gate budget', () => {
