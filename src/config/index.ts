@@ -2,4 +2,5 @@ export * from './hash.js';
 export * from './schema.js';
 export * from './load.js';
 export * from './trainers.js';
+export * from './roles.js';
 export * from './paths.js';
