@@ -6,7 +6,11 @@
  */
 import { existsSync } from 'node:fs';
 import { memorySettingsOf } from '../src/config/schema.js';
+import { activeBackend } from '../src/backend/init.js';
+import { torchCudaDevices, torchDevice } from '../src/backend/torch/index.js';
+import { runDeviceIssues } from '../src/config/devices.js';
 import { referencesNeeded } from '../src/config/roles.js';
+import { ConfigError } from '../src/config/schema.js';
 import { loadCriticHead, type CriticHead } from '../src/critic/heads.js';
 import type { CriticLM } from '../src/critic/value-model.js';
 import type { Agent, ChatFormat } from '../src/decpomdp/agent.js';
@@ -82,6 +86,21 @@ export function mergedModels(config: RunConfig): { agents: boolean; critics: boo
 export function numAgentsOf(config: RunConfig, envAgents: number): number {
   if (config.model.agents) return config.model.agents.length;
   return getTrainer(config.trainer).agentCount(config.trainerConfig, envAgents);
+}
+
+/**
+ * Refuses the section's device keys (`agent_devices`, `critic_devices`, `reference_devices`) that
+ * this run cannot honour, naming each key (src/config/devices.ts): a list of the wrong length, a
+ * device off torch other than cpu, a GPU torch does not see, a device other than the run's one.
+ * Call it once the backend is up, before any model loads.
+ * @throws ConfigError naming every refused key.
+ */
+export function checkRunDevices(config: RunConfig, numAgents: number): void {
+  const trainer = getTrainer(config.trainer);
+  const backend = activeBackend() ?? 'wasm';
+  const device = backend === 'torch' ? (torchDevice() ?? 'cpu') : 'cpu';
+  const issues = runDeviceIssues(trainer.section, config.trainerConfig, trainer.roles, numAgents, { backend, device, cudaDevices: backend === 'torch' ? torchCudaDevices() : 0 });
+  if (issues.length > 0) throw new ConfigError(issues);
 }
 
 /** The agents' model directories named by the config: `model.agents`, else `model.agent_model` per agent. */

@@ -55,7 +55,8 @@ function unwrap(schema) {
       hasDefault = true;
       s = d.innerType;
     } else if (d.type === 'pipe') {
-      s = d.in;
+      // A preprocess (a transform into a schema) accepts what its output schema accepts.
+      s = defOf(d.in).type === 'transform' ? d.out : d.in;
     } else return { inner: s, optional, nullable, hasDefault, defaultValue };
   }
 }

@@ -13,6 +13,7 @@ import { DEFAULT_MEMORY_SETTINGS, parseBytes, type MemorySettings } from '../mem
 import { loraSectionSchema } from '../model/lora/config.js';
 import { findTask, registeredTasks, taskNames } from '../tasks/registry.js';
 import { stableStringify } from './hash.js';
+import { parallelConfigIssues } from './devices.js';
 import { ignoredSettingIssues } from './ignored.js';
 import { takesCriticKeys } from './roles.js';
 import { findTrainerSection, LATER_TRAINER_FIELD_DEFAULTS, parseTrainerSection, registeredTrainerSections, sectionRoles, trainerSectionNames, type TrainerSectionFields } from './trainers.js';
@@ -495,7 +496,10 @@ export function parseRunConfig(raw: unknown, schemas?: RunConfigSchemas, source?
   if (!parsedSection.success) {
     issues.push(...zodIssues(parsedSection.error, section, (p) => (p === section ? Object.keys(objectShape(spec.schema)) : undefined)));
   }
-  if (parsedSection.success) issues.push(...ignoredSettingIssues({ spec, section, trainerConfig: parsedSection.data, model, output: cfg.output ?? outputSchema.parse({}) }));
+  if (parsedSection.success) {
+    issues.push(...ignoredSettingIssues({ spec, section, trainerConfig: parsedSection.data, model, output: cfg.output ?? outputSchema.parse({}) }));
+    issues.push(...parallelConfigIssues(section, parsedSection.data, sectionRoles(spec)));
+  }
   if (issues.length > 0 || !parsedSection.success) throw new ConfigError(issues, source);
   const trainerConfig = parsedSection.data;
   return {

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { lrScheduleIssues } from '../optim/schedule.js';
+import type { DeviceSpec, ParallelTraining } from './devices.js';
 import { roleModelFields, type CriticModelsOff, type TrainerRoles } from './roles.js';
 
 /**
@@ -29,6 +30,11 @@ export type TrainerSectionFields = {
   readonly seed: number;
   /** Reference KL on (trainers that offer it; see `REFERENCE_KL_DEFAULTS`). */
   readonly reference_kl_enabled?: boolean;
+  /** CoMLRL's parallel mode and role devices (./devices.ts); absent: none, the run's device. */
+  readonly parallel_training?: ParallelTraining | undefined;
+  readonly agent_devices?: DeviceSpec;
+  readonly critic_devices?: DeviceSpec;
+  readonly reference_devices?: DeviceSpec;
 };
 
 /** A trainer as config parsing sees it (see the module comment). */
@@ -83,6 +89,11 @@ export const LATER_TRAINER_FIELD_DEFAULTS: Readonly<Record<string, unknown>> = {
   critic_lr_scheduler_type: null,
   critic_lr_warmup_steps: null,
   critic_lr_warmup_ratio: null,
+  // CoMLRL's parallelism and device keys (src/config/devices.ts): written out at their defaults,
+  // they say what a config without them says.
+  parallel_training: 'none',
+  agent_devices: null,
+  critic_devices: null,
 };
 
 /** Top-level config keys a trainer section may not take. */
