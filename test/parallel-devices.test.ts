@@ -12,6 +12,8 @@ import { ConfigError, parseRunConfig } from '../src/config/schema.js';
 import { runDeviceIssues } from '../src/config/devices.js';
 import { findTrainerSection, sectionRoles, type TrainerSectionFields } from '../src/config/trainers.js';
 import '../trainers/builtin.js';
+import { parseCoLLMCCConfig } from '../trainers/collm/config.js';
+import { parseMAGRPOConfig } from '../trainers/magrpo/config.js';
 import { runConfigHash } from '../cli/training/run-dir.js';
 import { backendUnderTest } from './backend-under-test.js';
 import { cli, toyConfigYaml, trainerRows, trainRun, useCliWorkspace } from './cli-helpers.js';
@@ -63,15 +65,23 @@ describe('parsing: the keys in every trainer section, as CoMLRL reads them', () 
   test("mp requires agent_devices (and critic_devices where there are critics), as CoMLRL; then mp itself is refused with what runs today", () => {
     const magrpo = issues({ ...base, magrpo: { parallel_training: 'mp' } });
     expect(magrpo[0]).toMatch(/^magrpo\.agent_devices: parallel_training: mp requires agent_devices/);
-    expect(magrpo[1]).toMatch(/^magrpo\.parallel_training: mp .* is not built in comlrl yet; what runs today is parallel_training: none with every role on one device/);
+    expect(magrpo[1]).toMatch(/^magrpo\.parallel_training: parallel_training: mp .* is not built in comlrl yet; what runs today is parallel_training: none with every role on one device/);
     const iac = issues({ ...base, iac: { parallel_training: 'mp', agent_devices: 'cpu' } });
     expect(iac[0]).toMatch(/^iac\.critic_devices: parallel_training: mp requires critic_devices/);
     const maac = issues({ ...base, maac: { parallel_training: 'mp', critic_devices: 'cpu' } });
     expect(maac[0]).toMatch(/^maac\.agent_devices: parallel_training: mp requires agent_devices/);
     // Every device given: only mp itself is refused.
-    expect(issues({ ...base, collm_cc: { parallel_training: 'mp', agent_devices: 'cpu', critic_devices: 'cpu' } })).toEqual([expect.stringMatching(/^collm_cc\.parallel_training: mp /)]);
+    expect(issues({ ...base, collm_cc: { parallel_training: 'mp', agent_devices: 'cpu', critic_devices: 'cpu' } })).toEqual([expect.stringMatching(/^collm_cc\.parallel_training: parallel_training: mp /)]);
+    // MARLHF with CoLLM's update: refused once, under the MARLHF section's key.
+    expect(issues({ ...base, marlhf: { rl_algorithm: 'maac', parallel_training: 'mp', agent_devices: 'cpu' } })).toEqual([expect.stringMatching(/^marlhf\.parallel_training: parallel_training: mp /)]);
     // Value heads on the actors (no critic LMs): mp needs no critic_devices.
-    expect(issues({ ...base, collm_dc: { parallel_training: 'mp', agent_devices: 'cpu', use_separate_critic: false } })).toEqual([expect.stringMatching(/^collm_dc\.parallel_training: mp /)]);
+    expect(issues({ ...base, collm_dc: { parallel_training: 'mp', agent_devices: 'cpu', use_separate_critic: false } })).toEqual([expect.stringMatching(/^collm_dc\.parallel_training: parallel_training: mp /)]);
+  });
+
+  test('a config built in code (the library parsers) refuses mp too, naming the field', () => {
+    expect(() => parseMAGRPOConfig({ parallel_training: 'mp' })).toThrow(/invalid MAGRPO config: parallel_training: mp requires agent_devices.*; parallel_training: mp .* is not built in comlrl yet/);
+    expect(() => parseCoLLMCCConfig({ parallel_training: 'mp', agent_devices: 'cpu', critic_devices: 'cpu' })).toThrow(/parallel_training: mp .* is not built in comlrl yet/);
+    expect(parseMAGRPOConfig({ parallel_training: 'none', agent_devices: 'cpu' })).toMatchObject({ parallel_training: 'none', agent_devices: 'cpu' });
   });
 
   test('roles on different devices are refused naming the first key that differs', () => {

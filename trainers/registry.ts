@@ -194,6 +194,7 @@ export function registerTrainer<C extends TrainerSectionFields>(spec: TrainerSpe
             count: (config, n) => critics.count(typed(config), n),
             hint: critics.hint,
             ...(critics.modelField !== undefined ? { modelField: critics.modelField } : {}),
+            ...(critics.placedByCriticDevices !== undefined ? { placedByCriticDevices: critics.placedByCriticDevices } : {}),
             ...(critics.off ? { off: (config: TrainerSectionFields) => critics.off!(typed(config)) } : {}),
           },
         }

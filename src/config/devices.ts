@@ -42,15 +42,34 @@ function entries(key: string, spec: DeviceSpec): { key: string; device: string }
 /** The device keys of a section that hold devices now: agents, critics (unless turned off), references (when loaded). */
 function placedKeys(section: TrainerSectionFields, roles: TrainerRoles<TrainerSectionFields>): { key: 'agent_devices' | 'critic_devices' | 'reference_devices'; spec: DeviceSpec }[] {
   const out: { key: 'agent_devices' | 'critic_devices' | 'reference_devices'; spec: DeviceSpec }[] = [{ key: 'agent_devices', spec: section.agent_devices }];
-  if (roles.critics !== undefined && roles.critics.off?.(section) === undefined) out.push({ key: 'critic_devices', spec: section.critic_devices });
+  if (roles.critics?.placedByCriticDevices === true && roles.critics.off?.(section) === undefined) out.push({ key: 'critic_devices', spec: section.critic_devices });
   if (referencesNeeded(roles, section)) out.push({ key: 'reference_devices', spec: section.reference_devices });
   return out;
 }
 
-/** Whether a section's trainer has critic LMs this run (any agent count). */
+/** Whether a section places critic LMs with `critic_devices` and has some this run (any agent count). */
 function hasCritics(section: TrainerSectionFields, roles: TrainerRoles<TrainerSectionFields>): boolean {
   const { critics } = roles;
-  return critics !== undefined && critics.off?.(section) === undefined && critics.count(section, 1) > 0;
+  return critics?.placedByCriticDevices === true && critics.off?.(section) === undefined && critics.count(section, 1) > 0;
+}
+
+/**
+ * The issues of `parallel_training: mp` in a parsed section, keyed by the bare field: CoMLRL's
+ * rule that it needs `agent_devices` (and `critic_devices` when `withCritics`), then `mp` itself,
+ * which comlrl does not run yet. None for `none` or an absent key. The library's config parsers
+ * (`parseConfig`) refuse it too, so a trainer built in code never runs `none` in its place.
+ */
+export function parallelModeIssues(section: TrainerSectionFields, withCritics: boolean): ConfigFileIssue[] {
+  if (section.parallel_training !== 'mp') return [];
+  const issues: ConfigFileIssue[] = [];
+  if (section.agent_devices === null || section.agent_devices === undefined) {
+    issues.push({ key: 'agent_devices', message: 'parallel_training: mp requires agent_devices: a device per agent (or one for all), as in CoMLRL' });
+  }
+  if (withCritics && (section.critic_devices === null || section.critic_devices === undefined)) {
+    issues.push({ key: 'critic_devices', message: 'parallel_training: mp requires critic_devices: a device per critic (or one for all), as in CoMLRL' });
+  }
+  issues.push({ key: 'parallel_training', message: `parallel_training: mp (each role on its own device, the agents at the same time) is not built in comlrl yet; ${RUNS_TODAY}` });
+  return issues;
 }
 
 /**
@@ -60,17 +79,8 @@ function hasCritics(section: TrainerSectionFields, roles: TrainerRoles<TrainerSe
  * ignored), `mp` itself and devices that differ between roles (neither is built yet).
  */
 export function parallelConfigIssues(sectionName: string, section: TrainerSectionFields, roles: TrainerRoles<TrainerSectionFields>): ConfigFileIssue[] {
-  const issues: ConfigFileIssue[] = [];
   const at = (key: string): string => `${sectionName}.${key}`;
-  if (section.parallel_training === 'mp') {
-    if (section.agent_devices === null || section.agent_devices === undefined) {
-      issues.push({ key: at('agent_devices'), message: 'parallel_training: mp requires agent_devices: a device per agent (or one for all), as in CoMLRL' });
-    }
-    if (hasCritics(section, roles) && (section.critic_devices === null || section.critic_devices === undefined)) {
-      issues.push({ key: at('critic_devices'), message: 'parallel_training: mp requires critic_devices: a device per critic (or one for all), as in CoMLRL' });
-    }
-    issues.push({ key: at('parallel_training'), message: `mp (each role on its own device, the agents at the same time) is not built in comlrl yet; ${RUNS_TODAY}` });
-  }
+  const issues = parallelModeIssues(section, hasCritics(section, roles)).map((i) => ({ ...i, key: at(i.key) }));
   const off = roles.critics?.off?.(section);
   if (section.critic_devices !== null && section.critic_devices !== undefined && off !== undefined) {
     issues.push({ key: at('critic_devices'), message: `would be ignored: ${sectionName}.${off.field} ${off.means}, so there are no critic models to place; remove it` });

@@ -47,6 +47,8 @@ export interface CriticRole<C> {
   off?(config: C): CriticModelsOff | undefined;
   /** A section field naming the critics' model folder (MARLHF's `critic_model_name`), before `model.critics` / `model.critic_model`. */
   readonly modelField?: string;
+  /** Whether the section places them with `critic_devices` (CoMLRL's IAC / MAAC; src/config/devices.ts). */
+  readonly placedByCriticDevices?: boolean;
 }
 
 /** A trained reward model scoring joint actions (MARLHF's, fitted to preferences before the policy update). */

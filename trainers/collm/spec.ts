@@ -17,6 +17,7 @@ export const COLLM_DC_TRAINER: TrainerSpec<CoLLMDCConfig> = {
     critics: {
       count: (config, numAgents) => (config.use_separate_critic ? numAgents : 0),
       hint: 'one per agent',
+      placedByCriticDevices: true,
       off: (config) => (config.use_separate_critic ? undefined : { field: 'use_separate_critic', means: 'is false (a value head on each actor)' }),
     },
     reference: 'kl',
@@ -40,7 +41,7 @@ export const COLLM_CC_TRAINER: TrainerSpec<CoLLMCCConfig> = {
   aliases: ['maac'],
   schema: collmCCConfigSchema,
   roles: {
-    critics: { count: () => 1, hint: 'one centralized critic' },
+    critics: { count: () => 1, hint: 'one centralized critic', placedByCriticDevices: true },
     reference: 'kl',
     layout: (_config, dir, n) => ({ agents: agentDirs(dir, n), ...centralizedCriticLayout(dir) }),
   },
