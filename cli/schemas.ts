@@ -8,7 +8,10 @@ import '../envs/tasks.js';
 import { loadRunConfig, type LoadRunConfigOptions, type RunConfig, type RunConfigSchemas } from '../src/config/index.js';
 
 export type { RunConfig } from '../src/config/index.js';
-import { COLLM_CC_TRAINER, COLLM_DC_TRAINER, MAGRPO_TRAINER } from '../trainers/builtin.js';
+// The built-in trainers register as this loads.
+import '../trainers/builtin.js';
+import { COLLM_CC_TRAINER, COLLM_DC_TRAINER } from '../trainers/collm/spec.js';
+import { MAGRPO_TRAINER } from '../trainers/magrpo/spec.js';
 
 /**
  * The built-in trainers' schemas, by trainer name (the registry's: `parseRunConfig` accepts this

@@ -6,7 +6,11 @@
  */
 import { existsSync } from 'node:fs';
 import { memorySettingsOf } from '../src/config/schema.js';
-import { findTrainerSection } from '../src/config/trainers.js';
+import { activeBackend } from '../src/backend/init.js';
+import { torchCudaDevices, torchDevice } from '../src/backend/torch/index.js';
+import { runDeviceIssues } from '../src/config/devices.js';
+import { referencesNeeded } from '../src/config/roles.js';
+import { ConfigError } from '../src/config/schema.js';
 import { loadCriticHead, type CriticHead } from '../src/critic/heads.js';
 import type { CriticLM } from '../src/critic/value-model.js';
 import type { Agent, ChatFormat } from '../src/decpomdp/agent.js';
@@ -56,7 +60,7 @@ export interface TrainerHandle {
 export interface ModelSources {
   /** One HF directory per agent. */
   readonly agents: readonly string[];
-  /** Critic LM directories (CoLLM-DC separate critics: one per agent; CoLLM-CC: one); empty otherwise. */
+  /** Value-model directories, as the trainer's roles order them: its reward model, then its critic LMs (CoLLM-DC separate critics: one per agent; CoLLM-CC: one); empty without. */
   readonly critics: readonly string[];
   /** Directories holding `value_head.*` to load (resume); null: fresh heads. */
   readonly heads: readonly string[] | null;
@@ -78,10 +82,25 @@ export function mergedModels(config: RunConfig): { agents: boolean; critics: boo
   return { agents: config.model.lora?.save_merged === true, critics: criticLora(config)?.save_merged === true };
 }
 
-/** Number of agents a config asks for: `model.agents`, else the trainer's count (`num_agents`, else the env's; CentralizedMAGRPO: 1). */
+/** Number of agents a config asks for: `model.agents`, else the trainer's roles (`num_agents`, else the env's; CentralizedMAGRPO: 1). */
 export function numAgentsOf(config: RunConfig, envAgents: number): number {
   if (config.model.agents) return config.model.agents.length;
   return getTrainer(config.trainer).agentCount(config.trainerConfig, envAgents);
+}
+
+/**
+ * Refuses the section's device keys (`agent_devices`, `critic_devices`, `reference_devices`) that
+ * this run cannot honour, naming each key (src/config/devices.ts): a list of the wrong length, a
+ * device off torch other than cpu, a GPU torch does not see, a device other than the run's one.
+ * Call it once the backend is up, before any model loads.
+ * @throws ConfigError naming every refused key.
+ */
+export function checkRunDevices(config: RunConfig, numAgents: number): void {
+  const trainer = getTrainer(config.trainer);
+  const backend = activeBackend() ?? 'wasm';
+  const device = backend === 'torch' ? (torchDevice() ?? 'cpu') : 'cpu';
+  const issues = runDeviceIssues(trainer.section, config.trainerConfig, trainer.roles, numAgents, { backend, device, cudaDevices: backend === 'torch' ? torchCudaDevices() : 0 });
+  if (issues.length > 0) throw new ConfigError(issues);
 }
 
 /** The agents' model directories named by the config: `model.agents`, else `model.agent_model` per agent. */
@@ -93,7 +112,11 @@ export function agentDirsFromConfig(config: RunConfig, numAgents: number): strin
   throw new Error('model.agent_model or model.agents is required: the local Hugging Face directory of each agent');
 }
 
-/** Model directories named by the config (a fresh run). */
+/**
+ * Model directories named by the config (a fresh run): the agents', then the value models' its
+ * roles declare — from the trainer's section (its roles' `models`), else `model.critics`, else
+ * `model.critic_model`, else each one's agent's model (CoMLRL's default).
+ */
 export function sourcesFromConfig(config: RunConfig, numAgents: number): ModelSources {
   const m = config.model;
   const agents = agentDirsFromConfig(config, numAgents);
@@ -237,14 +260,13 @@ export interface LoadedReference {
 }
 
 /**
- * The frozen references of the reference KL (or of a trainer that always has one: MADPO), one per agent (null: none needed): `model.reference_model`,
+ * The frozen references of the reference KL (or of a trainer whose roles always have one: MADPO), one per agent (null: none needed): `model.reference_model`,
  * else — under full fine-tuning — each agent's starting directory from the config, never a
  * checkpoint's, so a resumed run measures the KL to the same policy. One model per distinct
  * directory. LoRA agents without `model.reference_model` need none: their base with the adapter off.
  */
 export async function loadReferences(config: RunConfig, numAgents: number): Promise<(LoadedReference | null)[]> {
-  const needed = config.trainerConfig.reference_kl_enabled === true || findTrainerSection(config.trainer)?.usesReference === true;
-  if (!needed) return Array.from({ length: numAgents }, () => null);
+  if (!referencesNeeded(getTrainer(config.trainer).roles, config.trainerConfig)) return Array.from({ length: numAgents }, () => null);
   const explicit = config.model.reference_model;
   if (explicit === undefined && config.model.lora) return Array.from({ length: numAgents }, () => null);
   const dirs = explicit !== undefined ? Array.from({ length: numAgents }, () => explicit) : agentDirsFromConfig(config, numAgents);

@@ -55,7 +55,8 @@ function unwrap(schema) {
       hasDefault = true;
       s = d.innerType;
     } else if (d.type === 'pipe') {
-      s = d.in;
+      // A preprocess (a transform into a schema) accepts what its output schema accepts.
+      s = defOf(d.in).type === 'transform' ? d.out : d.in;
     } else return { inner: s, optional, nullable, hasDefault, defaultValue };
   }
 }
@@ -211,7 +212,8 @@ export async function renderConfigDocs() {
   // The CLI's config module registers the built-in tasks and trainers, as `comlrl train` does.
   await load('cli/schemas.js');
   const { RUN_CONFIG_BASE_SCHEMA } = await load('src/config/schema.js');
-  const { registeredTrainerSections } = await load('src/config/trainers.js');
+  const { registeredTrainerSections, sectionRoles } = await load('src/config/trainers.js');
+  const { describeRoles } = await load('src/config/roles.js');
   const { registeredTasks } = await load('src/tasks/registry.js');
 
   // Each schema's export, so its doc comments can be read from the source.
@@ -268,7 +270,9 @@ export async function renderConfigDocs() {
   out.push('## Trainer sections', '', 'One per registered trainer (`comlrl --help` lists them); a config has exactly one.', '');
   for (const t of trainers) {
     const aliases = t.aliases?.length ? `; CoMLRL's \`${t.aliases.join('`, `')}:\` is accepted too` : '';
-    out.push(...renderObject(`\`${t.section}\``, t.section, t.schema, docsOf(t.schema), '', 3, `${t.label}: \`comlrl demo --trainer ${t.name}\`${aliases}.`, seen));
+    // The models a run loads, from the trainer's roles declaration (src/config/roles.ts).
+    const roles = describeRoles(sectionRoles(t), t.section).map((line) => `- ${line}`).join('\n');
+    out.push(...renderObject(`\`${t.section}\``, t.section, t.schema, docsOf(t.schema), '', 3, `${t.label}: \`comlrl demo --trainer ${t.name}\`${aliases}. The models a run loads (its roles):\n\n${roles}`, seen));
   }
 
   out.push('## `task`', '', "Options of the task that `dataset.task` names, checked by that task's own schema; tasks without options take none.", '');

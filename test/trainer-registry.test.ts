@@ -19,7 +19,7 @@ import { saveAgents, type SaveOptions } from '../trainers/core/save.js';
 import type { TrainerState } from '../trainers/core/state.js';
 import { TrainerBase, type TrainerInputs } from '../trainers/core/trainer.js';
 import { parseMAGRPOConfig } from '../trainers/magrpo/config.js';
-import { getTrainer, registerTrainer, trainerNames } from '../trainers/registry.js';
+import { getTrainer, registerTrainer, trainerNames, type TrainerSpec } from '../trainers/registry.js';
 import { backendUnderTest } from './backend-under-test.js';
 import { cli, useCliWorkspace } from './cli-helpers.js';
 
@@ -92,14 +92,18 @@ class FixedStepTrainer extends TrainerBase<unknown, unknown, FixedStepConfig> {
   }
 }
 
-registerTrainer({
+// Its spec: section, schema, model roles (agents only: no critics, a reference only with the
+// reference KL) and how it is built — the one registration line a trainer needs
+// (docs/trainers/adding-a-trainer.md).
+const FIXED_STEP_TRAINER: TrainerSpec<FixedStepConfig> = {
   name: 'fixed-step',
   label: 'FixedStep',
   section: 'fixed_step',
   schema: fixedStepSchema,
-  usesCritics: false,
+  roles: { reference: 'kl' },
   build: (inputs) => new FixedStepTrainer(inputs),
-});
+};
+registerTrainer(FIXED_STEP_TRAINER);
 
 // ---- through the CLI ----
 
@@ -124,10 +128,25 @@ test('the registry holds the built-in trainers and the one registered here', () 
   expect(trainerNames()).toEqual(['magrpo', 'collm-dc', 'collm-cc', 'mareinforce', 'maremax', 'marloo', 'centralized-magrpo', 'madpo', 'marlhf', 'fixed-step']);
   expect(getTrainer('fixed-step').section).toBe('fixed_step');
   expect(() => getTrainer('nope')).toThrow(/unknown trainer 'nope' \(registered: magrpo, collm-dc, collm-cc, mareinforce, maremax, marloo, centralized-magrpo, madpo, marlhf, fixed-step\)/);
-  expect(() => registerTrainer({ name: 'other', label: 'Other', section: 'magrpo', schema: fixedStepSchema, usesCritics: false, build: (inputs) => new FixedStepTrainer(inputs) })).toThrow(
-    /trainer section 'magrpo' is taken by trainer 'magrpo'/,
-  );
+  expect(() => registerTrainer({ ...FIXED_STEP_TRAINER, name: 'other', section: 'magrpo' })).toThrow(/trainer section 'magrpo' is taken by trainer 'magrpo'/);
+  registerTrainer(FIXED_STEP_TRAINER); // the same spec again: a no-op
+  expect(getTrainer('fixed-step').roles).toMatchObject({ reference: 'kl' });
 });
+
+test('roles declare the models: counts from the section and the agents, critic keys allowed by them', () => {
+  const dc = getTrainer('collm-dc');
+  const section = (s: Record<string, unknown>) => parseRunConfig({ model: { agent_model: '/m' }, dataset: { task: 'toy-coord' }, collm_dc: s }).trainerConfig;
+  expect(dc.roles.critics?.hint).toBe('one per agent');
+  expect(dc.criticCount(section({}), 3)).toBe(3);
+  expect(dc.criticCount(section({ use_separate_critic: false }), 3)).toBe(0);
+  expect(dc.roles.critics?.off?.(section({ use_separate_critic: false }))).toMatchObject({ field: 'use_separate_critic' });
+  expect(getTrainer('madpo').roles.reference).toBe('always');
+  expect(getTrainer('centralized-magrpo').roles.agents?.count?.(parseRunConfig({ model: { agent_model: '/m' }, dataset: { task: 'toy-coord' }, centralized_magrpo: {} }).trainerConfig, 3)).toBe(1);
+  // MARLHF: the reward model comes first of its value models, then maac / iac's critics.
+  expect(getTrainer('marlhf').roles.rewardModel).toMatchObject({ modelField: 'reward_model_name' });
+  expect(getTrainer('marlhf').criticsHint).toBe('one joint reward model, then maac: one centralized critic, iac: one critic per agent');
+});
+
 
 test("config parsing reads the registry: the toy trainer's section, schema and rules", () => {
   const issues = (doc: unknown): string[] => {
@@ -188,3 +207,23 @@ test('comlrl train runs the registered trainer: every item, checkpoints, final/ 
   expect(ev.err).toMatch(/trained agents .*final/);
   expect(ev.out).toMatch(/episode_reward_mean/);
 }, 300_000);
+
+// Registered last: it adds a section that the messages checked above do not list.
+test('a spec written with the deprecated hooks (before roles) still registers and runs its counts', () => {
+  registerTrainer({
+    name: 'legacy-hooks',
+    label: 'LegacyHooks',
+    section: 'legacy_hooks',
+    schema: fixedStepSchema,
+    usesCritics: true,
+    usesReference: true,
+    criticCount: (_config, n) => n + 1,
+    criticsHint: 'n + 1',
+    build: (inputs) => new FixedStepTrainer(inputs),
+  });
+  const t = getTrainer('legacy-hooks');
+  const config = parseRunConfig({ model: { agent_model: '/m', critic_model: '/c' }, dataset: { task: 'toy-coord' }, legacy_hooks: {} }).trainerConfig;
+  expect(t.criticCount(config, 2)).toBe(3);
+  expect(t.criticsHint).toBe('n + 1');
+  expect(t.roles.reference).toBe('always');
+});

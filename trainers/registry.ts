@@ -1,15 +1,17 @@
 /**
  * The trainer registry: every trainer a run config may select, with what the CLI and `comlrl eval`
- * need to run it — its config section and schema, how many critic LMs it takes, how it is built
- * from loaded models, where its models are in a directory it saved, how its evaluation episodes
- * end. The built-in trainers (./builtin.ts: magrpo, collm-dc, collm-cc) register as
+ * need to run it — its config section and schema, its model roles (agents, critics, reward model,
+ * references: how many, from which folders, where a saved run keeps them), how it is built from
+ * loaded models and how its evaluation episodes end. Each built-in trainer's folder exports its
+ * spec (e.g. ./magrpo/spec.ts) and ./builtin.ts registers them, one line each, as
  * `comlrl/trainers` or the CLI loads; `registerTrainer` adds one from user code, and a run config
- * then selects it by its section.
+ * then selects it by its section (docs/trainers/adding-a-trainer.md).
  *
  * A trainer's section is parsed once, by its schema, when the run config is read; the registry
  * hands that parsed config to the trainer's functions typed by the schema.
  */
 import type { z } from 'zod';
+import { valueModelsHint, type CriticModelsOff, type TrainerRoles } from '../src/config/roles.js';
 import { registerTrainerSection, wasParsedBy, type TrainerSectionFields, type TrainerSectionSpec } from '../src/config/trainers.js';
 import type { CriticHead } from '../src/critic/heads.js';
 import type { CriticLM } from '../src/critic/value-model.js';
@@ -29,7 +31,7 @@ export interface TrainerBuildInputs<C> {
   /** The trainer's section as its schema parsed it. */
   readonly config: C;
   readonly agents: readonly Agent[];
-  /** Its critic LMs: `criticCount` of them, from the config's model paths or a checkpoint's layout. */
+  /** Its value models: the reward model (if its roles have one), then its critic LMs, from the config's model paths or a checkpoint's layout. */
   readonly critics: readonly CriticLM[];
   /** Value heads read from a checkpoint (its layout's `heads`); empty: the trainer makes fresh ones. The trainer owns them. */
   readonly heads: readonly CriticHead[];
@@ -40,6 +42,12 @@ export interface TrainerBuildInputs<C> {
   readonly logger?: MetricsSink;
   /** The task's centralized adapter, when it has one (CentralizedMAGRPO needs it). */
   readonly centralized?: CentralizedAdapter<unknown>;
+}
+
+/** The constructor inputs every trainer takes, from the registry's build inputs (what a spec's `build` hands on). */
+export function trainerInputsOf<C>(inputs: TrainerBuildInputs<C>) {
+  const { agents, env, trainTasks, evalTasks, evalCallbacks, logger } = inputs;
+  return { agents, env, trainTasks, evalTasks, evalCallbacks, logger };
 }
 
 /** What `comlrl eval` plays of a task: its environment and metrics (see {@link TrainerSpec.playTask}). */
@@ -61,7 +69,7 @@ export interface RunnableTrainer extends CheckpointableTrainer, ResumableTrainer
   dispose(): void;
 }
 
-/** The run config's model paths a trainer's {@link TrainerSpec.criticModels} may fall back to. */
+/** The run config's model paths a trainer's {@link TrainerModelRoles.models} may fall back to. */
 export interface CriticModelDefaults {
   /** Each agent's model directory. */
   readonly agents: readonly string[];
@@ -72,32 +80,67 @@ export interface CriticModelDefaults {
 }
 
 /**
- * A trainer to register: its config side (name, label, section, aliases, schema, whether it has
- * critics) and how to run it. Functions left out have the defaults named on them.
+ * A trainer's model roles as the registry uses them: the declaration config parsing reads (see
+ * src/config/roles.ts) plus where its value models' folders come from and where a saved run keeps
+ * every role.
  */
-export interface TrainerSpec<C extends TrainerSectionFields> extends TrainerSectionSpec {
+export interface TrainerModelRoles<C> extends TrainerRoles<C> {
+  /**
+   * The value models' folders (reward model first, then critics) when its section decides them
+   * (MARLHF's `reward_model_name`, `critic_model_name`, with `models` filling what it leaves);
+   * null or absent: the CLI's default — `model.critics`, else `model.critic_model`, else each
+   * critic's agent's model.
+   */
+  models?(config: C, models: CriticModelDefaults): readonly string[] | null;
+  /** Where every role is in a directory its `save` wrote (default: the agents only, `dir/agent_i/`). */
+  layout?(config: C, dir: string, numAgents: number): ModelLayout;
+}
+
+/**
+ * A trainer to register: its config side (name, label, section, aliases, schema), its model roles
+ * and how to run it. Functions left out have the defaults named on them.
+ */
+export interface TrainerSpec<C extends TrainerSectionFields> extends Omit<TrainerSectionSpec, 'roles' | 'criticModelsOff'> {
   readonly schema: z.ZodType<C>;
-  /** Critic LMs it needs with `numAgents` agents (default 0). */
-  criticCount?(config: C, numAgents: number): number;
-  /** See {@link TrainerSectionSpec.criticModelsOff}: called with the section its schema parsed. */
-  criticModelsOff?(config: C): { readonly field: string; readonly means: string } | undefined;
-  /** Agent models it trains on a task whose env has `envAgents` agents (default: the config's `num_agents`, else `envAgents`). */
-  agentCount?(config: C, envAgents: number): number;
+  /** Its model roles (required of new specs; the deprecated fields below are read only without it). */
+  readonly roles?: TrainerModelRoles<C>;
   /** The task as its agents play it in `comlrl eval` (default: as it is; CentralizedMAGRPO: one joint agent through the task's adapter). */
   playTask?(config: C, task: PlayedTask): PlayedTask;
-  /** What its critic LMs are, for messages (e.g. 'one per agent'). */
-  readonly criticsHint?: string;
-  /**
-   * Critic LM directories its own section names (MARLHF's `reward_model_name`, `critic_model_name`),
-   * used before `model.critics` / `model.critic_model`; null or absent: none. `models` are the
-   * run config's (to fill what the section leaves to them).
-   */
-  criticModels?(config: C, models: CriticModelDefaults): readonly string[] | null;
-  /** Where its models are in a directory its `save` wrote (default: the agents only, `dir/agent_i/`). */
-  layout?(config: C, dir: string, numAgents: number): ModelLayout;
   /** The early-termination threshold its evaluation episodes use, which `comlrl eval` follows (default null: every turn is played). */
   evalEarlyTermination?(config: C): number | null;
   build(inputs: TrainerBuildInputs<C>): RunnableTrainer;
+  /** @deprecated Declare `roles.critics.count` (and `roles.rewardModel`) instead. */
+  criticCount?(config: C, numAgents: number): number;
+  /** @deprecated Declare `roles.critics.off` instead. */
+  criticModelsOff?(config: C): CriticModelsOff | undefined;
+  /** @deprecated Declare `roles.agents.count` instead. */
+  agentCount?(config: C, envAgents: number): number;
+  /** @deprecated Declare `roles.critics.hint` instead. */
+  readonly criticsHint?: string;
+  /** @deprecated Declare `roles.models` instead. */
+  criticModels?(config: C, models: CriticModelDefaults): readonly string[] | null;
+  /** @deprecated Declare `roles.layout` instead. */
+  layout?(config: C, dir: string, numAgents: number): ModelLayout;
+}
+
+/** The roles a spec written with the deprecated fields declares: its critic count covers all its value models. */
+function rolesFromDeprecatedFields<C extends TrainerSectionFields>(spec: TrainerSpec<C>): TrainerModelRoles<C> {
+  const { criticCount, criticModelsOff, agentCount, criticModels, layout } = spec;
+  return {
+    reference: spec.usesReference === true ? 'always' : 'kl',
+    ...(agentCount ? { agents: { count: (c: C, n: number) => agentCount.call(spec, c, n) } } : {}),
+    ...(spec.usesCritics === true
+      ? {
+          critics: {
+            count: (c: C, n: number) => criticCount?.call(spec, c, n) ?? 0,
+            hint: spec.criticsHint ?? '',
+            ...(criticModelsOff ? { off: (c: C) => criticModelsOff.call(spec, c) } : {}),
+          },
+        }
+      : {}),
+    ...(criticModels ? { models: (c: C, m: CriticModelDefaults) => criticModels.call(spec, c, m) } : {}),
+    ...(layout ? { layout: (c: C, dir: string, n: number) => layout.call(spec, c, dir, n) } : {}),
+  };
 }
 
 /**
@@ -109,18 +152,24 @@ export interface RegisteredTrainer {
   readonly label: string;
   /** Its section in a run config (the canonical one, not an alias). */
   readonly section: string;
+  /** Its model roles over any parsed section (see {@link TrainerModelRoles}). */
+  readonly roles: TrainerRoles<TrainerSectionFields>;
+  /** What its value models are, for messages (its roles' hints: e.g. 'one per agent'). */
   readonly criticsHint: string | undefined;
+  /** Value models (reward model, then critic LMs) it loads with `numAgents` agents: from its roles. */
   criticCount(config: TrainerSectionFields, numAgents: number): number;
-  /** See {@link TrainerSpec.criticModels} (default null). */
+  /** The value models' folders its section decides (its roles' `models`, default null). */
   criticModels(config: TrainerSectionFields, models: CriticModelDefaults): readonly string[] | null;
+  /** Agent models it trains (its roles' `agents.count`, default `num_agents`, else the env's). */
   agentCount(config: TrainerSectionFields, envAgents: number): number;
   playTask(config: TrainerSectionFields, task: PlayedTask): PlayedTask;
+  /** Where its roles are in a saved run (its roles' `layout`, default the agents only). */
   layout(config: TrainerSectionFields, dir: string, numAgents: number): ModelLayout;
   evalEarlyTermination(config: TrainerSectionFields): number | null;
   build(inputs: TrainerBuildInputs<TrainerSectionFields>): RunnableTrainer;
 }
 
-const trainers = new Map<string, { readonly spec: TrainerSectionSpec; readonly entry: RegisteredTrainer }>();
+const trainers = new Map<string, { readonly spec: object; readonly entry: RegisteredTrainer }>();
 
 /**
  * Registers a trainer: a run config with its section selects it in `comlrl train` and `comlrl eval`.
@@ -129,19 +178,41 @@ const trainers = new Map<string, { readonly spec: TrainerSectionSpec; readonly e
  */
 export function registerTrainer<C extends TrainerSectionFields>(spec: TrainerSpec<C>): void {
   if (trainers.get(spec.name)?.spec === spec) return;
-  registerTrainerSection(spec);
+  const roles = spec.roles ?? rolesFromDeprecatedFields(spec);
   // The run config parsed the section with this schema; anything else (a config built by hand) is parsed here.
   const typed = (config: TrainerSectionFields): C => (wasParsedBy(spec.schema, config) ? config : parseConfig(spec.label, spec.schema, config, []));
+  const { agents, rewardModel, critics } = roles;
+  const sectionRoles: TrainerRoles<TrainerSectionFields> = {
+    reference: roles.reference,
+    ...(agents
+      ? { agents: { ...(agents.count ? { count: (config: TrainerSectionFields, n: number) => agents.count!(typed(config), n) } : {}), ...(agents.hint !== undefined ? { hint: agents.hint } : {}) } }
+      : {}),
+    ...(rewardModel ? { rewardModel } : {}),
+    ...(critics
+      ? {
+          critics: {
+            count: (config, n) => critics.count(typed(config), n),
+            hint: critics.hint,
+            ...(critics.modelField !== undefined ? { modelField: critics.modelField } : {}),
+            ...(critics.placedByCriticDevices !== undefined ? { placedByCriticDevices: critics.placedByCriticDevices } : {}),
+            ...(critics.off ? { off: (config: TrainerSectionFields) => critics.off!(typed(config)) } : {}),
+          },
+        }
+      : {}),
+  };
+  const { criticCount: _c, criticModelsOff: _o, agentCount: _a, criticsHint: _h, criticModels: _m, layout: _l, ...sectionSpec } = spec;
+  registerTrainerSection({ ...sectionSpec, roles: sectionRoles });
   const entry: RegisteredTrainer = {
     name: spec.name,
     label: spec.label,
     section: spec.section,
-    criticsHint: spec.criticsHint,
-    criticCount: (config, n) => spec.criticCount?.(typed(config), n) ?? 0,
-    criticModels: (config, models) => spec.criticModels?.(typed(config), models) ?? null,
-    agentCount: (config, envAgents) => spec.agentCount?.(typed(config), envAgents) ?? config.num_agents ?? envAgents,
+    roles: sectionRoles,
+    criticsHint: valueModelsHint(roles) || undefined,
+    criticCount: (config, n) => (rewardModel ? 1 : 0) + (sectionRoles.critics?.count(config, n) ?? 0),
+    criticModels: (config, models) => roles.models?.(typed(config), models) ?? null,
+    agentCount: (config, envAgents) => sectionRoles.agents?.count?.(config, envAgents) ?? config.num_agents ?? envAgents,
     playTask: (config, task) => spec.playTask?.(typed(config), task) ?? task,
-    layout: (config, dir, n) => spec.layout?.(typed(config), dir, n) ?? { agents: agentDirs(dir, n), critics: [], heads: [] },
+    layout: (config, dir, n) => roles.layout?.(typed(config), dir, n) ?? { agents: agentDirs(dir, n), critics: [], heads: [] },
     evalEarlyTermination: (config) => spec.evalEarlyTermination?.(typed(config)) ?? null,
     build: (inputs) => spec.build({ ...inputs, config: typed(inputs.config) }),
   };

@@ -21,7 +21,7 @@ import { TensorBoardWriter } from '../../src/logging/tensorboard.js';
 import { displayPath } from '../display-path.js';
 import type { RunConfig } from '../schemas.js';
 import { setupTask, splitOf, splitOverlapWarning, type TaskSetup } from '../tasks.js';
-import { buildTrainer, cursorStep, numAgentsOf, sourcesFromCheckpoint, sourcesFromConfig, TokenCounter, type TrainerHandle } from '../trainer.js';
+import { buildTrainer, checkRunDevices, cursorStep, numAgentsOf, sourcesFromCheckpoint, sourcesFromConfig, TokenCounter, type TrainerHandle } from '../trainer.js';
 import { readRunJson } from './evaluation.js';
 import { RunMetrics } from './metrics.js';
 import { recordModels, type ModelRecord } from './models.js';
@@ -78,6 +78,7 @@ export async function buildRun(options: RunOptions, runDir: string, log: (line: 
   let trainer: TrainerHandle;
   try {
     const numAgents = numAgentsOf(config, task.env.numAgents);
+    checkRunDevices(config, numAgents);
     const sources = resume ? sourcesFromCheckpoint(config, resume.checkpoint, numAgents) : sourcesFromConfig(config, numAgents);
     trainer = await buildTrainer(config, task, sources, metrics, counter);
     if (resume) await restoreTrainerState(trainer.trainer, resume.checkpoint);

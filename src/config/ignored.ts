@@ -3,7 +3,8 @@
  * the key and the setting that makes it moot (docs/cli.md, "Config files"), so a config never says
  * one thing while the run does another.
  */
-import type { TrainerSectionFields, TrainerSectionSpec } from './trainers.js';
+import { referencesNeeded } from './roles.js';
+import { sectionRoles, type TrainerSectionFields, type TrainerSectionSpec } from './trainers.js';
 
 /** One refused key: its dotted path and why. */
 export interface IgnoredSettingIssue {
@@ -33,18 +34,19 @@ export interface IgnoredSettingsInput {
 /**
  * The keys of a config that the run would ignore:
  * - critic keys of `model` (`critics`, `critic_model`, `critic_lora`) when the trainer section
- *   turns its critic models off (CoLLM-DC `use_separate_critic: false`);
+ *   turns its critic models off (its roles' `critics.off`: CoLLM-DC `use_separate_critic: false`);
  * - `save_merged` of `model.lora` / `model.critic_lora`, and an `output.save_dtype` other than
  *   float32, when `output.save_final_model` is false (both shape only `final/`; checkpoints are
  *   always float32 adapters or weights);
  * - `model.system_prompt` and `model.enable_thinking` without `model.use_chat_template`;
  * - `model.reference_model` when nothing scores against a reference (`reference_kl_enabled` off and
- *   a trainer without a built-in reference).
+ *   a trainer whose roles load no reference of their own).
  */
 export function ignoredSettingIssues(input: IgnoredSettingsInput): IgnoredSettingIssue[] {
   const { spec, section, trainerConfig, model, output } = input;
   const issues: IgnoredSettingIssue[] = [];
-  const off = spec.usesCritics ? spec.criticModelsOff?.(trainerConfig) : undefined;
+  const roles = sectionRoles(spec);
+  const off = roles.critics?.off?.(trainerConfig);
   if (off !== undefined) {
     for (const key of ['critics', 'critic_model', 'critic_lora'] as const) {
       if (model[key] === undefined) continue;
@@ -69,7 +71,7 @@ export function ignoredSettingIssues(input: IgnoredSettingsInput): IgnoredSettin
       if (model[key] !== undefined) issues.push({ key: `model.${key}`, message: `would be ignored: it applies through the chat template, and model.use_chat_template is false; set model.use_chat_template: true or remove it` });
     }
   }
-  if (model.reference_model !== undefined && trainerConfig.reference_kl_enabled !== true && spec.usesReference !== true) {
+  if (model.reference_model !== undefined && !referencesNeeded(roles, trainerConfig)) {
     issues.push({
       key: 'model.reference_model',
       message: `would be ignored: ${section}.reference_kl_enabled is ${trainerConfig.reference_kl_enabled === false ? 'false' : 'not set'} and ${spec.label} has no reference of its own; set ${section}.reference_kl_enabled: true or remove it`,

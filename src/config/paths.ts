@@ -7,7 +7,7 @@
  */
 import * as path from 'node:path';
 import type { ModelSection, RunConfig } from './schema.js';
-import { findTrainerSection, trainerSectionNames } from './trainers.js';
+import { findTrainerSection, sectionModelFields, trainerSectionNames } from './trainers.js';
 
 /** Keys of `model` holding one model folder. */
 const SINGLE_MODEL_KEYS = ['agent_model', 'critic_model', 'reference_model'] as const;
@@ -34,9 +34,10 @@ export function resolveDocumentPaths(doc: Record<string, unknown>, baseDir: stri
   // A trainer section's own model folders (MARLHF's reward_model_name), under any of its names.
   for (const [section, spec] of trainerSectionNames()) {
     const sec = out[section];
-    if (!isRecord(sec) || !spec.modelPathFields?.some((f) => f in sec)) continue;
+    const fields = sectionModelFields(spec);
+    if (!isRecord(sec) || !fields.some((f) => f in sec)) continue;
     const t = { ...sec };
-    for (const f of spec.modelPathFields) if (f in t) t[f] = abs(t[f]);
+    for (const f of fields) if (f in t) t[f] = abs(t[f]);
     out[section] = t;
   }
   const dataset = out.dataset;
@@ -70,13 +71,13 @@ export function resolveRunConfigPaths(config: RunConfig, baseDir: string): RunCo
   return withTrainerModelPaths({ ...config, model, dataset }, trainerPaths);
 }
 
-/** The model folders the trainer's own section names (see `TrainerSectionSpec.modelPathFields`), keyed `<section>.<field>`. */
+/** The model folders the trainer's own section names (its roles' `modelField`s, see `sectionModelFields`), keyed `<section>.<field>`. */
 function trainerModelPathsOf(config: RunConfig): [key: string, dir: string][] {
   const spec = findTrainerSection(config.trainer);
-  if (!spec?.modelPathFields) return [];
+  if (spec === undefined) return [];
   const section = config.trainerConfig as Readonly<Record<string, unknown>>;
   const out: [string, string][] = [];
-  for (const f of spec.modelPathFields) {
+  for (const f of sectionModelFields(spec)) {
     const v = section[f];
     if (typeof v === 'string') out.push([`${spec.section}.${f}`, v]);
   }
@@ -86,10 +87,10 @@ function trainerModelPathsOf(config: RunConfig): [key: string, dir: string][] {
 /** `config` with the trainer section's model folders of `paths` (keys `<section>.<field>`) in place of its own. */
 function withTrainerModelPaths(config: RunConfig, paths: ReadonlyMap<string, string>): RunConfig {
   const spec = findTrainerSection(config.trainer);
-  if (!spec?.modelPathFields) return config;
+  if (spec === undefined) return config;
   const section: Record<string, unknown> = { ...config.trainerConfig };
   let changed = false;
-  for (const f of spec.modelPathFields) {
+  for (const f of sectionModelFields(spec)) {
     const v = paths.get(`${spec.section}.${f}`);
     if (v !== undefined && typeof section[f] === 'string') {
       section[f] = v;

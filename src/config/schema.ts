@@ -13,8 +13,10 @@ import { DEFAULT_MEMORY_SETTINGS, parseBytes, type MemorySettings } from '../mem
 import { loraSectionSchema } from '../model/lora/config.js';
 import { findTask, registeredTasks, taskNames } from '../tasks/registry.js';
 import { stableStringify } from './hash.js';
+import { parallelConfigIssues } from './devices.js';
 import { ignoredSettingIssues } from './ignored.js';
-import { findTrainerSection, LATER_TRAINER_FIELD_DEFAULTS, parseTrainerSection, registeredTrainerSections, trainerSectionNames, type TrainerSectionFields } from './trainers.js';
+import { takesCriticKeys } from './roles.js';
+import { findTrainerSection, LATER_TRAINER_FIELD_DEFAULTS, parseTrainerSection, registeredTrainerSections, sectionRoles, trainerSectionNames, type TrainerSectionFields } from './trainers.js';
 
 /**
  * The built-in trainers, by their CLI names.
@@ -440,8 +442,8 @@ export function parseRunConfig(raw: unknown, schemas?: RunConfigSchemas, source?
   if (model.critic_model !== undefined && model.critics !== undefined) {
     issues.push({ key: 'model.critics', message: 'set either model.critic_model or model.critics, not both' });
   }
-  if (!spec.usesCritics) {
-    const withCritics = registeredTrainerSections().filter((t) => t.usesCritics).map((t) => t.section);
+  if (!takesCriticKeys(sectionRoles(spec))) {
+    const withCritics = registeredTrainerSections().filter((t) => takesCriticKeys(sectionRoles(t))).map((t) => t.section);
     const noCritic = `${spec.label} has no critic; remove it${withCritics.length > 0 ? ` or use ${withCritics.join(' / ')}` : ''}`;
     if (model.critic_lora !== undefined) issues.push({ key: 'model.critic_lora', message: noCritic });
     if (model.critic_model !== undefined || model.critics !== undefined) issues.push({ key: model.critics !== undefined ? 'model.critics' : 'model.critic_model', message: noCritic });
@@ -494,7 +496,10 @@ export function parseRunConfig(raw: unknown, schemas?: RunConfigSchemas, source?
   if (!parsedSection.success) {
     issues.push(...zodIssues(parsedSection.error, section, (p) => (p === section ? Object.keys(objectShape(spec.schema)) : undefined)));
   }
-  if (parsedSection.success) issues.push(...ignoredSettingIssues({ spec, section, trainerConfig: parsedSection.data, model, output: cfg.output ?? outputSchema.parse({}) }));
+  if (parsedSection.success) {
+    issues.push(...ignoredSettingIssues({ spec, section, trainerConfig: parsedSection.data, model, output: cfg.output ?? outputSchema.parse({}) }));
+    issues.push(...parallelConfigIssues(section, parsedSection.data, sectionRoles(spec)));
+  }
   if (issues.length > 0 || !parsedSection.success) throw new ConfigError(issues, source);
   const trainerConfig = parsedSection.data;
   return {

@@ -1,12 +1,14 @@
 /**
  * The trainers a run config may select, as config parsing sees them: each trainer's name, its
- * section in the config file (with aliases), the zod schema of that section and whether it has
- * critics. The trainer registry (trainers/registry.ts, `registerTrainer`) adds the rest of each
+ * section in the config file (with aliases), the zod schema of that section and its model roles
+ * (./roles.ts). The trainer registry (trainers/registry.ts, `registerTrainer`) adds the rest of each
  * trainer — how it is built, saved and loaded — and registers this part here (src does not import
  * trainers/); `comlrl/trainers` and the CLI register the built-in ones as they load.
  */
 import { z } from 'zod';
 import { lrScheduleIssues } from '../optim/schedule.js';
+import type { DeviceSpec, ParallelTraining } from './devices.js';
+import { roleModelFields, type CriticModelsOff, type TrainerRoles } from './roles.js';
 
 /**
  * The fields every trainer section has once its schema parsed it: what the CLI, `eval` and the
@@ -28,6 +30,11 @@ export type TrainerSectionFields = {
   readonly seed: number;
   /** Reference KL on (trainers that offer it; see `REFERENCE_KL_DEFAULTS`). */
   readonly reference_kl_enabled?: boolean;
+  /** CoMLRL's parallel mode and role devices (./devices.ts); absent: none, the run's device. */
+  readonly parallel_training?: ParallelTraining | undefined;
+  readonly agent_devices?: DeviceSpec;
+  readonly critic_devices?: DeviceSpec;
+  readonly reference_devices?: DeviceSpec;
 };
 
 /** A trainer as config parsing sees it (see the module comment). */
@@ -42,27 +49,19 @@ export interface TrainerSectionSpec {
   readonly aliases?: readonly string[];
   /** The schema of its section (snake_case fields, defaults filled). */
   readonly schema: z.ZodType<TrainerSectionFields>;
-  /** Whether it trains critics: without, the config's critic keys (`model.critics`, ...) are errors. */
-  readonly usesCritics: boolean;
   /**
-   * Fields of its section that hold a local model directory (MARLHF's `reward_model_name`): made
-   * absolute like the `model.*` paths (against the config file's folder, `--set` values against the
-   * working directory) and recorded by content in each checkpoint like them.
+   * Its model roles (agents, critics, reward model, references: see ./roles.ts). Left out only by
+   * specs written before roles existed, which give the deprecated fields below instead.
    */
+  readonly roles?: TrainerRoles<TrainerSectionFields>;
+  /** @deprecated Declare `roles.critics` (or `roles.rewardModel`) instead: true is read as critic keys allowed. */
+  readonly usesCritics?: boolean;
+  /** @deprecated Declare a role's `modelField` instead (MARLHF: `roles.rewardModel.modelField: 'reward_model_name'`). */
   readonly modelPathFields?: readonly string[];
-  /**
-   * Whether it always scores against each agent's frozen reference (MADPO's DPO loss), reference KL
-   * or not: the CLI then loads the references (`model.reference_model`, else under full fine-tuning
-   * the agents' starting weights) as it does for `reference_kl_enabled`.
-   */
+  /** @deprecated Declare `roles.reference: 'always'` instead. */
   readonly usesReference?: boolean;
-  /**
-   * For a trainer that `usesCritics`: when its parsed section trains no critic model of its own
-   * (CoLLM-DC's `use_separate_critic: false` puts value heads on the actors), the section field
-   * that says so and what it means; the critic keys of `model` are then errors naming that field,
-   * never silently ignored. Undefined: the section has critic models.
-   */
-  criticModelsOff?(section: TrainerSectionFields): { readonly field: string; readonly means: string } | undefined;
+  /** @deprecated Declare `roles.critics.off` instead. */
+  criticModelsOff?(section: TrainerSectionFields): CriticModelsOff | undefined;
 }
 
 /**
@@ -90,6 +89,11 @@ export const LATER_TRAINER_FIELD_DEFAULTS: Readonly<Record<string, unknown>> = {
   critic_lr_scheduler_type: null,
   critic_lr_warmup_steps: null,
   critic_lr_warmup_ratio: null,
+  // CoMLRL's parallelism and device keys (src/config/devices.ts): written out at their defaults,
+  // they say what a config without them says.
+  parallel_training: 'none',
+  agent_devices: null,
+  critic_devices: null,
 };
 
 /** Top-level config keys a trainer section may not take. */
@@ -97,6 +101,32 @@ const RESERVED_SECTIONS = new Set(['model', 'dataset', 'external', 'reward_proce
 
 const byName = new Map<string, TrainerSectionSpec>();
 const bySection = new Map<string, TrainerSectionSpec>();
+/** Each registered spec's roles (its own, or read from the deprecated fields). */
+const rolesBySpec = new WeakMap<TrainerSectionSpec, TrainerRoles<TrainerSectionFields>>();
+
+/** The roles a spec written with the deprecated fields declares (config parsing reads no counts). */
+function rolesFromDeprecatedFields(spec: TrainerSectionSpec): TrainerRoles<TrainerSectionFields> {
+  const { criticModelsOff } = spec;
+  return {
+    reference: spec.usesReference === true ? 'always' : 'kl',
+    ...(spec.usesCritics === true ? { critics: { count: () => 0, hint: 'critic models', ...(criticModelsOff ? { off: (c: TrainerSectionFields) => criticModelsOff.call(spec, c) } : {}) } } : {}),
+  };
+}
+
+/**
+ * The model roles of a registered trainer section (see ./roles.ts).
+ * @throws Error when the spec is not registered.
+ */
+export function sectionRoles(spec: TrainerSectionSpec): TrainerRoles<TrainerSectionFields> {
+  const roles = rolesBySpec.get(spec);
+  if (roles === undefined) throw new Error(`sectionRoles: trainer '${spec.name}' is not registered`);
+  return roles;
+}
+
+/** The fields of a trainer's section holding a local model folder: its roles' `modelField`s and any deprecated `modelPathFields`. */
+export function sectionModelFields(spec: TrainerSectionSpec): string[] {
+  return [...new Set([...roleModelFields(sectionRoles(spec)), ...(spec.modelPathFields ?? [])])];
+}
 
 /**
  * Registers a trainer's config side. The same spec again is a no-op; another spec under a taken
@@ -114,6 +144,7 @@ export function registerTrainerSection(spec: TrainerSectionSpec): void {
     const owner = bySection.get(s);
     if (owner !== undefined) throw new Error(`trainer section '${s}' is taken by trainer '${owner.name}'`);
   }
+  rolesBySpec.set(spec, spec.roles ?? rolesFromDeprecatedFields(spec));
   byName.set(spec.name, spec);
   for (const s of sections) bySection.set(s, spec);
 }

@@ -27,6 +27,7 @@
  */
 import { z } from 'zod';
 import { boolField, criticLrScheduleFields, enumField, finiteNumber, intAtLeast, lrScheduleFields, parseConfig, runSettingsFields } from '../core/config.js';
+import { criticDevicesFields, parallelTrainingFields } from '../core/devices.js';
 import { referenceKlFields } from '../core/reference-kl.js';
 import { CRITIC_TARGETS, type CriticTarget } from '../../src/buffer/targets.js';
 
@@ -193,6 +194,10 @@ function sharedFields() {
 
     // ---- CoMLRL 1.3.8 reference KL (plus comlrl's kl_mode) ----
     ...referenceKlFields(),
+
+    // ---- CoMLRL's parallelism and device keys (only the run's one device is accepted today) ----
+    ...parallelTrainingFields(),
+    ...criticDevicesFields(),
 
     // ---- the Hugging Face Trainer's learning-rate schedule (as in MAGRPO), and the critics' own ----
     ...lrScheduleFields(),

@@ -10,3 +10,4 @@ export * from './steps.js';
 export * from './trainer.js';
 export * from './decentralized.js';
 export * from './centralized.js';
+export * from './spec.js';

@@ -6,7 +6,8 @@
  * onto a comlrl config 1:1; comlrl's own additions use snake_case too.
  */
 import { z } from 'zod';
-import { parseTrainerSection, wasParsedBy } from '../../src/config/trainers.js';
+import { parallelModeIssues } from '../../src/config/devices.js';
+import { parseTrainerSection, wasParsedBy, type TrainerSectionFields } from '../../src/config/trainers.js';
 import { LR_SCHEDULER_TYPES, type LrSchedulerType } from '../../src/optim/schedule.js';
 
 /** An integer field with a lower bound, e.g. `intAtLeast('num_generations', 2)`. */
@@ -177,7 +178,12 @@ export function parseConfig<Schema extends z.ZodType>(
   // A section the run config already parsed with this schema is taken as it is (parsed once).
   if (wasParsedBy(schema, input)) return input;
   const parsed = parseTrainerSection(schema, input ?? {});
-  if (parsed.success) return parsed.data;
+  if (parsed.success) {
+    // A run config reports these with the rest of the config (parseRunConfig); a config built in code, here.
+    const mp = parallelModeIssues(parsed.data as TrainerSectionFields, false);
+    if (mp.length > 0) throw new TrainerConfigError(label, mp.map((i) => ({ field: i.key, message: i.message })));
+    return parsed.data;
+  }
   const issues: ConfigIssue[] = [];
   for (const issue of parsed.error.issues) {
     if (issue.code === 'unrecognized_keys') {

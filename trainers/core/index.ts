@@ -2,6 +2,7 @@
 export * from './callbacks.js';
 export * from './checkpoint.js';
 export * from './config.js';
+export * from './devices.js';
 export * from './eval.js';
 export * from './generation.js';
 export * from './joint-step.js';

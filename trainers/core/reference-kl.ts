@@ -30,6 +30,7 @@ import type { CausalLM, CompletionScores } from '../../src/model/types.js';
 import type { AdamW } from '../../src/optim/adamw.js';
 import { tokenizerDifference } from '../../src/tokenizer/check.js';
 import { boolField, enumField, finiteNumber } from './config.js';
+import { deviceSpecField } from './devices.js';
 import { linearPolicyLoss, stepOnSequenceLoss, type PolicyGradientOptions, type PolicyGradientResult, type PolicyGradientRow, type SequenceLoss } from './loss.js';
 import { agentKey, turnKey } from './metrics.js';
 
@@ -50,13 +51,11 @@ export function referenceKlFields() {
     /** β: the penalty is β · KL (summed over the completion's tokens). */
     reference_kl_coef: finiteNumber('reference_kl_coef', { min: 0 }).default(REFERENCE_KL_DEFAULTS.reference_kl_coef),
     /**
-     * CoMLRL's devices for the reference models. Accepted so CoMLRL configs load; comlrl runs every
-     * model on its one backend (a LoRA reference is the agent's own base anyway).
+     * CoMLRL's devices for the reference models: a torch device (cpu, cuda, cuda:N) for all, or one
+     * per agent. Checked only when references are loaded; today every device must be the run's one
+     * device (a LoRA reference is the agent's own base anyway).
      */
-    reference_devices: z
-      .union([z.string(), z.array(z.string())], { error: 'reference_devices must be a device string, a list of them, or null' })
-      .nullable()
-      .default(REFERENCE_KL_DEFAULTS.reference_devices),
+    reference_devices: deviceSpecField('reference_devices').default(REFERENCE_KL_DEFAULTS.reference_devices),
     /** 'reward': penalty on the returns (CoMLRL); 'loss': a loss term with gradient (TRL's beta). */
     kl_mode: enumField('kl_mode', KL_MODES).default(REFERENCE_KL_DEFAULTS.kl_mode),
   };

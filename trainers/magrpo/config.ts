@@ -15,6 +15,7 @@
 import { z } from 'zod';
 import { ADVANTAGE_MODES } from './advantage.js';
 import { boolField, enumField, finiteNumber, intAtLeast, lrScheduleFields, parseConfig, runSettingsFields } from '../core/config.js';
+import { parallelTrainingFields } from '../core/devices.js';
 import { referenceKlFields } from '../core/reference-kl.js';
 
 /** How the agents' K samples form joint actions at a tree node. */
@@ -96,6 +97,9 @@ const schema = z.strictObject({
 
   // ---- CoMLRL 1.3.8 reference KL (plus comlrl's kl_mode) ----
   ...referenceKlFields(),
+
+  // ---- CoMLRL's parallelism and device keys (only the run's one device is accepted today) ----
+  ...parallelTrainingFields(),
 
   // ---- the Hugging Face Trainer's learning-rate schedule ----
   ...lrScheduleFields(),

@@ -2,3 +2,4 @@
 export * from './config.js';
 export * from './advantage.js';
 export * from './trainer.js';
+export * from './spec.js';

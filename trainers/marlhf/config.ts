@@ -193,7 +193,8 @@ export function marlhfActorCriticConfig(config: MARLHFConfig, extras: MARLHFActo
   const own = Object.keys(options).filter((k) => k in schema.shape);
   if (own.length > 0) throw new Error(`marlhf.actor_critic: ${own.join(', ')} ${own.length === 1 ? 'is a MARLHF key' : 'are MARLHF keys'}: set ${own.length === 1 ? 'it' : 'them'} in the marlhf section itself`);
   const fields = config.rl_algorithm === 'maac' ? COLLM_CC_CONFIG_FIELDS : COLLM_DC_CONFIG_FIELDS;
-  const shared = Object.fromEntries(Object.entries(config).filter(([k]) => fields.includes(k)));
+  // `parallel_training` is the MARLHF section's own: refused there by name (src/config/devices.ts), not again as phase 2's.
+  const shared = Object.fromEntries(Object.entries(config).filter(([k]) => fields.includes(k) && k !== 'parallel_training'));
   const label = `marlhf (${config.rl_algorithm}) actor_critic`;
   const input = { ...shared, ...options };
   return config.rl_algorithm === 'maac' ? parseConfig(label, collmCCConfigSchema, input, COLLM_CC_CONFIG_FIELDS) : parseConfig(label, collmDCConfigSchema, input, COLLM_DC_CONFIG_FIELDS);

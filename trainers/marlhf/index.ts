@@ -6,3 +6,4 @@ export * from './phase1.js';
 export * from './trainer.js';
 export * from './actor-critic.js';
 export * from './factory.js';
+export * from './spec.js';

@@ -146,6 +146,16 @@ export function samplesOnDevice(): boolean {
   return tf.getBackend() === 'torch' && instance !== null && instance.device.startsWith('cuda');
 }
 
+/** The torch backend's device (`cpu`, `cuda:N`), or null before `initBackend('torch')`. */
+export function torchDevice(): string | null {
+  return instance?.device ?? null;
+}
+
+/** CUDA devices the torch backend sees (0 before it is set up, or without a GPU). */
+export function torchCudaDevices(): number {
+  return instance === null ? 0 : Number(instance.addon.runtime('cuda_devices', 0));
+}
+
 /** Whether the torch backend is initialised on a CUDA device. */
 export function torchOnGpu(): boolean {
   return instance !== null && instance.device.startsWith('cuda');
