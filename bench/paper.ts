@@ -96,6 +96,8 @@ export interface PaperOptions {
   /** The λ of the λ-returns arms, given instead of the sweep's choice (kept in `out` like a choice). */
   readonly lambda?: number;
   readonly part?: PaperPart;
+  /** Print the gate report and the tables from what `out` holds, and run nothing (with `resume`'s checks on the folder). */
+  readonly report?: boolean;
 }
 
 const f3 = (x: number) => x.toFixed(3);
@@ -184,13 +186,24 @@ async function pretrainAndGate(s: PaperSettings, scratch: string, store: PaperSt
     cpu.gate += a.cpuSeconds ?? 0;
     for (const r of a.result) process.stderr.write(`paper: gate ${inputLabel(gateArmOf(r))} ${r.variant} init ${r.init} seed ${r.seed}: EV ${r.result.gateEV.map(f3).join(' → ')} (${r.result.seconds.toFixed(0)} s)\n`);
   });
-  const order = (r: GateRow) => PAPER_VARIANTS.findIndex((v) => v.name === r.variant);
-  const armOrder = (r: GateRow) => allArms.indexOf(gateArmOf(r));
-  gate.sort((a, b) => armOrder(a) - armOrder(b) || order(a) - order(b) || a.init - b.init || a.seed - b.seed);
+  const sorted = sortGate(gate);
   console.log('');
-  for (const line of gateReport(gate, { lr: CRITIC_LR, batch: CRITIC_BATCH, target: s.gate.target, vocabOrder: vocab })) console.log(line);
+  for (const line of gateReport(sorted, { lr: CRITIC_LR, batch: CRITIC_BATCH, target: s.gate.target, vocabOrder: vocab })) console.log(line);
   console.log(`gate fits: ${((performance.now() - tGate) / 60000).toFixed(1)} min on ${workers} workers`);
-  return { gate, dir: dirOf(s.gate.inits[0]), cpu };
+  return { gate: sorted, dir: dirOf(s.gate.inits[0]), cpu };
+}
+
+/** The gate fits `store` holds, every variant and seed of the gate, in report order. */
+function keptGate(s: PaperSettings, store: PaperStore): GateRow[] {
+  const rows = PAPER_VARIANTS.flatMap((v) => s.gate.seeds.flatMap((seed) => store.gateRows<GateRow>(v.name, seed, s.gate) ?? []));
+  return sortGate(rows);
+}
+
+/** Gate rows by critic input, variant, init and seed. */
+function sortGate(rows: readonly GateRow[]): GateRow[] {
+  const arms = GATE_ARMS.map((a) => a.id);
+  const order = (r: GateRow) => PAPER_VARIANTS.findIndex((v) => v.name === r.variant);
+  return [...rows].sort((a, b) => arms.indexOf(gateArmOf(a)) - arms.indexOf(gateArmOf(b)) || order(a) - order(b) || a.init - b.init || a.seed - b.seed);
 }
 
 /** `npm run bench -- critic-fit`: pretraining (gate seed only) and the gate. Returns whether it passed. */
@@ -275,11 +288,23 @@ export async function benchPaper(options: PaperOptions = {}): Promise<string | n
   const s = options.quick ? QUICK : FULL;
   const part = options.part ?? {};
   checkPart(part);
+  if (options.report === true && options.resume !== true) throw new Error('paper bench: --report prints a folder a bench filled: pass --resume with it');
   const scratch = fs.mkdtempSync(path.join(os.tmpdir(), 'comlrl-paper-'));
   const out = options.out ?? (options.quick ? path.join(scratch, 'store') : defaultPaperDir());
   try {
     const store = PaperStore.open(out, { epochs: s.epochs, segments: s.segments, pretrain: s.pretrain, vocab: benchVocabOrder() }, { resume: options.resume === true });
     console.log(`\n## The paper's comparison in miniature (hidden-cue relay; ${s.claimSeeds.length} paired seeds for the claim's sparse arms, ${s.seeds.length} elsewhere; ${s.epochs} actor-critic epochs; ${workerCount()} workers; work kept in ${out}${options.quick ? '; QUICK form: figures for checking only' : ''})`);
+    if (options.report === true) {
+      const gate = keptGate(s, store);
+      const results = store.runs();
+      if (results.length === 0) throw new Error(`paper bench: ${out} holds no finished run to report`);
+      for (const line of gateReport(gate, { lr: CRITIC_LR, batch: CRITIC_BATCH, target: s.gate.target, vocabOrder: benchVocabOrder() })) console.log(line);
+      printTables(s, results, gate);
+      const png = await writePlot(s, results, process.env.COMLRL_PAPER_PLOT ?? path.join(out, 'paper-bench.png'));
+      const runCpu = results.reduce((a, r) => a + (r.cpuSeconds ?? 0), 0);
+      console.log(`\nplot: ${png}; ${results.length} runs in ${out}, CPU time ${runCpu.toFixed(0)} s (evaluation ${results.reduce((a, r) => a + r.result.evalCpuSeconds, 0).toFixed(0)} s)`);
+      return png;
+    }
     const { gate, dir, cpu } = await pretrainAndGate(s, scratch, store, part.variants);
     const passed = gatePasses(gate);
     if (!passed && !options.quick && process.env.COMLRL_PAPER_IGNORE_GATE !== '1') {

@@ -285,10 +285,12 @@ async function main(): Promise<void> {
   }
   // `--quick` (paper, critic-fit): the short form, for checking. The paper bench's folder and part:
   // `--out DIR`, `--resume`, `--arms a,b`, `--variants 'sparse H=4,dense H=4'`, `--seeds 1,2,3`,
-  // `--lambda 0.8` (the λ-returns arms' λ instead of the sweep's). Items: `--like qwen3-1.7b`,
+  // `--lambda 0.8` (the λ-returns arms' λ instead of the sweep's), `--report` (with --resume: print
+  // the folder's gate and tables, run nothing). Items: `--like qwen3-1.7b`,
   // `--trainers magrpo,collm-dc,collm-cc`, `--new-tokens 64`.
   const quick = argv.includes('--quick');
   const resume = argv.includes('--resume');
+  const report = argv.includes('--report');
   const valueOf = (flag: string): string | undefined => {
     const i = argv.indexOf(flag);
     if (i < 0) return undefined;
@@ -313,11 +315,11 @@ async function main(): Promise<void> {
   const newTokensText = valueOf('--new-tokens');
   const newTokens = newTokensText === undefined ? undefined : Number(newTokensText);
   const valued = new Set(['--out', '--arms', '--variants', '--seeds', '--lambda', '--like', '--trainers', '--new-tokens']);
-  const only = new Set(argv.filter((a, i) => a !== '--quick' && a !== '--resume' && !valued.has(a) && !valued.has(argv[i - 1] ?? '')));
+  const only = new Set(argv.filter((a, i) => a !== '--quick' && a !== '--resume' && a !== '--report' && !valued.has(a) && !valued.has(argv[i - 1] ?? '')));
   const want = (name: string): boolean => only.size === 0 || only.has(name);
   // Long runs (minutes): only when named.
   if (only.has('paper')) {
-    await benchPaper({ quick, resume, lambda, out: out === undefined ? undefined : path.resolve(out), part: { arms, variants, seeds } });
+    await benchPaper({ quick, resume, report, lambda, out: out === undefined ? undefined : path.resolve(out), part: { arms, variants, seeds } });
     if (only.size === 1) return;
   }
   if (only.has('configs')) printConfigTable(await benchExampleConfigs());

@@ -72,4 +72,15 @@ test('quick bench: pretraining, gate, λ sweep, runs and tables into a folder; a
   expect(fs.readdirSync(path.join(out, 'runs')).sort()).toEqual(runs);
   expect(runs.map((f) => fs.statSync(path.join(out, 'runs', f)).mtimeMs)).toEqual(before);
   await expect(benchPaper({ quick: true, out, part })).rejects.toThrow(/already holds a bench's runs: pass --resume/);
+
+  // --report: the folder's gate and tables, nothing run (no pretraining, fit or run).
+  const gateBefore = fs.statSync(gateFile).mtimeMs;
+  const report = await captured(() => benchPaper({ quick: true, out, part, resume: true, report: true }));
+  expect(report).toMatch(/\| sparse H=4 \| MAGRPO K=2 \| 1 \|/);
+  expect(report).toMatch(/\| text \+ numeric m_t \| sparse H=4 \| /);
+  expect(report).toContain('5 runs in');
+  expect(report).not.toContain('pretraining:');
+  expect(fs.statSync(gateFile).mtimeMs).toBe(gateBefore);
+  expect(runs.map((f) => fs.statSync(path.join(out, 'runs', f)).mtimeMs)).toEqual(before);
+  await expect(benchPaper({ quick: true, out, part, report: true })).rejects.toThrow(/--report prints a folder a bench filled: pass --resume/);
 }, 600_000);
