@@ -9,20 +9,16 @@
  * Two stages: {@link parallelConfigIssues} when the config is parsed (what needs no agent count or
  * backend), {@link runDeviceIssues} once the backend is up and the agents are counted.
  */
-import type { ConfigFileIssue } from './schema.js';
+import type { ConfigFileIssue } from './issues.js';
 import { referencesNeeded, type TrainerRoles } from './roles.js';
-import type { TrainerSectionFields } from './trainers.js';
+import { PARALLEL_TRAINING_MODES, type DeviceSpec, type ParallelTraining, type TrainerSectionFields } from './section-fields.js';
 
-/** CoMLRL's `parallel_training` values (its null is read as none). */
-export const PARALLEL_TRAINING_MODES = ['none', 'mp'] as const;
-/** See {@link PARALLEL_TRAINING_MODES}. */
-export type ParallelTraining = (typeof PARALLEL_TRAINING_MODES)[number];
+export { PARALLEL_TRAINING_MODES, type DeviceSpec, type ParallelTraining };
+
 
 /** A torch device name: `cpu`, `cuda` (device 0) or `cuda:N`. */
 export const DEVICE_NAME = /^(cpu|cuda|cuda:\d+)$/;
 
-/** A device key's value as the section schema parsed it: one device, a list, null or absent. */
-export type DeviceSpec = string | readonly string[] | null | undefined;
 
 /** What runs today, for every refusal. */
 const RUNS_TODAY = 'what runs today is parallel_training: none with every role on one device (leave the device keys out, or give every role the run\'s device)';

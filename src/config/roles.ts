@@ -13,7 +13,7 @@
  * copy; a reference is frozen, and under LoRA without `model.reference_model` it is the agent's
  * own base with the adapter off (no extra model).
  */
-import type { TrainerSectionFields } from './trainers.js';
+import type { TrainerSectionFields } from './section-fields.js';
 
 /** Why a section trains no critic model of its own this run (CoLLM-DC's `use_separate_critic: false`). */
 export interface CriticModelsOff {

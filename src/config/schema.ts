@@ -13,6 +13,7 @@ import { DEFAULT_MEMORY_SETTINGS, parseBytes, type MemorySettings } from '../mem
 import { loraSectionSchema } from '../model/lora/config.js';
 import { findTask, registeredTasks, taskNames } from '../tasks/registry.js';
 import { stableStringify } from './hash.js';
+import type { ConfigFileIssue } from './issues.js';
 import { parallelConfigIssues } from './devices.js';
 import { ignoredSettingIssues } from './ignored.js';
 import { takesCriticKeys } from './roles.js';
@@ -293,11 +294,7 @@ export type RunConfig = RunConfigSections & {
   readonly trainerConfig: TrainerSectionFields;
 };
 
-/** One problem of a config file: the dotted key path and the message. */
-export interface ConfigFileIssue {
-  readonly key: string;
-  readonly message: string;
-}
+export type { ConfigFileIssue } from './issues.js';
 
 /** Raised for an invalid config; `issues` names every bad key. */
 export class ConfigError extends Error {
