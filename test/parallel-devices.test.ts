@@ -65,7 +65,7 @@ describe('parsing: the keys in every trainer section, as CoMLRL reads them', () 
   test("mp requires agent_devices (and critic_devices where there are critics), as CoMLRL; then mp itself is refused with what runs today", () => {
     const magrpo = issues({ ...base, magrpo: { parallel_training: 'mp' } });
     expect(magrpo[0]).toMatch(/^magrpo\.agent_devices: parallel_training: mp requires agent_devices/);
-    expect(magrpo[1]).toMatch(/^magrpo\.parallel_training: parallel_training: mp .* is not built in comlrl yet; what runs today is parallel_training: none with every role on one device/);
+    expect(magrpo[1]).toMatch(/^magrpo\.parallel_training: parallel_training: mp .* is not supported by comlrl; what runs today is parallel_training: none with every role on one device/);
     const iac = issues({ ...base, iac: { parallel_training: 'mp', agent_devices: 'cpu' } });
     expect(iac[0]).toMatch(/^iac\.critic_devices: parallel_training: mp requires critic_devices/);
     const maac = issues({ ...base, maac: { parallel_training: 'mp', critic_devices: 'cpu' } });
@@ -79,14 +79,14 @@ describe('parsing: the keys in every trainer section, as CoMLRL reads them', () 
   });
 
   test('a config built in code (the library parsers) refuses mp too, naming the field', () => {
-    expect(() => parseMAGRPOConfig({ parallel_training: 'mp' })).toThrow(/invalid MAGRPO config: parallel_training: mp requires agent_devices.*; parallel_training: mp .* is not built in comlrl yet/);
-    expect(() => parseCoLLMCCConfig({ parallel_training: 'mp', agent_devices: 'cpu', critic_devices: 'cpu' })).toThrow(/parallel_training: mp .* is not built in comlrl yet/);
+    expect(() => parseMAGRPOConfig({ parallel_training: 'mp' })).toThrow(/invalid MAGRPO config: parallel_training: mp requires agent_devices.*; parallel_training: mp .* is not supported by comlrl/);
+    expect(() => parseCoLLMCCConfig({ parallel_training: 'mp', agent_devices: 'cpu', critic_devices: 'cpu' })).toThrow(/parallel_training: mp .* is not supported by comlrl/);
     expect(parseMAGRPOConfig({ parallel_training: 'none', agent_devices: 'cpu' })).toMatchObject({ parallel_training: 'none', agent_devices: 'cpu' });
   });
 
   test('roles on different devices are refused naming the first key that differs', () => {
     expect(issues({ ...base, magrpo: { agent_devices: ['cuda:0', 'cuda:1'] } })).toEqual([
-      expect.stringMatching(/^magrpo\.agent_devices\[1\]: is cuda:1 but magrpo\.agent_devices\[0\] is cuda:0: roles on different devices are not built in comlrl yet; what runs today/),
+      expect.stringMatching(/^magrpo\.agent_devices\[1\]: is cuda:1 but magrpo\.agent_devices\[0\] is cuda:0: roles on different devices are not supported by comlrl; what runs today/),
     ]);
     expect(issues({ ...base, collm_cc: { agent_devices: 'cpu', critic_devices: 'cuda' } })[0]).toMatch(/^collm_cc\.critic_devices: is cuda but collm_cc\.agent_devices is cpu/);
     // `cuda` is device 0, as torch reads it.

@@ -64,7 +64,7 @@ export function parallelModeIssues(section: TrainerSectionFields, withCritics: b
   if (withCritics && (section.critic_devices === null || section.critic_devices === undefined)) {
     issues.push({ key: 'critic_devices', message: 'parallel_training: mp requires critic_devices: a device per critic (or one for all), as in CoMLRL' });
   }
-  issues.push({ key: 'parallel_training', message: `parallel_training: mp (each role on its own device, the agents at the same time) is not built in comlrl yet; ${RUNS_TODAY}` });
+  issues.push({ key: 'parallel_training', message: `parallel_training: mp (each role on its own device, the agents at the same time) is not supported by comlrl; ${RUNS_TODAY}` });
   return issues;
 }
 
@@ -87,7 +87,7 @@ export function parallelConfigIssues(sectionName: string, section: TrainerSectio
     for (const e of entries(key, spec)) {
       if (first === undefined) first = e;
       else if (canonical(e.device) !== canonical(first.device)) {
-        issues.push({ key: at(e.key), message: `is ${e.device} but ${sectionName}.${first.key} is ${first.device}: roles on different devices are not built in comlrl yet; ${RUNS_TODAY}` });
+        issues.push({ key: at(e.key), message: `is ${e.device} but ${sectionName}.${first.key} is ${first.device}: roles on different devices are not supported by comlrl; ${RUNS_TODAY}` });
         return issues;
       }
     }
@@ -139,7 +139,7 @@ export function runDeviceIssues(sectionName: string, section: TrainerSectionFiel
         continue;
       }
       if (device !== canonical(run.device)) {
-        issues.push({ key: at(e.key), message: `is ${e.device}, but this run's models are on ${run.device} (the torch backend's device; COMLRL_TORCH_DEVICE picks it): roles on another device than the run's are not built in comlrl yet; ${RUNS_TODAY}` });
+        issues.push({ key: at(e.key), message: `is ${e.device}, but this run's models are on ${run.device} (the torch backend's device; COMLRL_TORCH_DEVICE picks it): roles on another device than the run's are not supported by comlrl; ${RUNS_TODAY}` });
       }
     }
   }
