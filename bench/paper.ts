@@ -404,16 +404,18 @@ async function writePlot(s: PaperSettings, results: readonly RunAnswer[], png: s
       const runs = results.filter((r) => r.variant === v.name && r.arm === arm.id);
       if (runs.length === 0) continue;
       const n = Math.min(...runs.map((r) => r.result.curve.length));
-      for (let i = 0; i < n; i++) points.push({ x: i / Math.max(1, n - 1), value: mean(runs.map((r) => r.result.curve[i])), series: arm.short, panel: `${v.name}: mean per-turn eval score (mean of ${runs.length} seeds)` });
+      // One panel per variant whatever each arm's seed count: the count goes in the series' name.
+      const series = `${arm.short} (n=${runs.length})`;
+      for (let i = 0; i < n; i++) points.push({ x: i / Math.max(1, n - 1), value: mean(runs.map((r) => r.result.curve[i])), series, panel: `${v.name}: mean per-turn eval score, mean over seeds` });
       const evs = runs.flatMap((r) => (r.result.evMc !== undefined && r.result.evMc.length > 0 ? [r.result.evMc] : []));
       const m = evs.length > 0 ? Math.min(...evs.map((e) => e.length)) : 0;
       for (let i = 0; i < m; i++) {
-        points.push({ x: m === 1 ? 1 : i / (m - 1), value: Math.max(mean(evs.map((e) => e[i])), -1), series: arm.short, panel: `${v.name}: critic EV vs MC returns in training, turns 2..H (clipped at −1)` });
+        points.push({ x: m === 1 ? 1 : i / (m - 1), value: Math.max(mean(evs.map((e) => e[i])), -1), series, panel: `${v.name}: the critic's EV vs MC returns in training, turns 2..H (clipped at −1)` });
       }
     }
   }
   fs.mkdirSync(path.dirname(png), { recursive: true });
-  const title = `MAGRPO vs CoLLM-DC vs CoLLM-CC on the hidden-cue relay (x: fraction of each method's budget; ${s.seeds.length} seed(s))`;
+  const title = "MAGRPO vs CoLLM-DC vs CoLLM-CC on the hidden-cue relay (x: fraction of each method's budget)";
   fs.writeFileSync(png, svgToPng(await renderSvg(buildPlotSpec(points, { figureTitle: title, xKey: 'fraction of the training budget', panelWidth: 560, panelHeight: 150 }))));
   return png;
 }
