@@ -70,7 +70,7 @@ export function gateArmFor(arm: PaperArm): string | null {
 
 /** One fit: a critic input (its gate arm), a variant, a critic init, a run seed. */
 export interface GateRow {
-  /** The gate arm ({@link GATE_ARMS}) whose config the critic was fitted with; rows kept before there were two read as 'cc-pre'. */
+  /** The gate arm ({@link GATE_ARMS}) whose config the critic was fitted with; a row without one is the text critic's ('cc-pre'). */
   readonly arm?: string;
   readonly variant: string;
   readonly init: number;

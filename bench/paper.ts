@@ -33,7 +33,7 @@ import { mean } from '../src/util/stats.js';
 import { PRETRAIN_BUDGET, type PretrainBudget } from './critic-pretrain.js';
 import { GATE_ARMS, GATE_FULL, GATE_QUICK, gateArmFor, gateArmOf, gatePasses, gateReport, gateVerdicts, inputLabel, passingGateArms, type GateBudget, type GateRow } from './critic-gate.js';
 import { PAPER_TAG, type GateJob, type PaperAnswer, type PaperJob, type RunJob } from './paper-jobs.js';
-import { acBudget, benchVocabOrder, CRITIC_BATCH, CRITIC_LR, CRITIC_SIZE, EVAL_EPISODES, magrpoTasks, PAPER_ARMS, PAPER_VARIANTS, treeCompletions } from './paper-runs.js';
+import { acBudget, benchVocabOrder, CRITIC_BATCH, CRITIC_LR, CRITIC_SIZE, EVAL_EPISODES, magrpoTasks, PAPER_ARMS, PAPER_VARIANTS, treeCompletions, type PaperVariant } from './paper-runs.js';
 import { bootstrapMean, curveArea, pairedTInterval, type Interval, type PairedInterval } from './paper-stats.js';
 import { PaperStore, type StoredRun } from './paper-store.js';
 
@@ -169,7 +169,7 @@ async function pretrainAndGate(s: PaperSettings, scratch: string, store: PaperSt
   const gated = PAPER_VARIANTS.filter((v) => variants === undefined || variants.includes(v.name));
   // One job per variant and seed, fitting the gate arms (critic inputs) whose rows the store does not hold yet.
   const allArms = GATE_ARMS.map((a) => a.id);
-  const slots = gated.flatMap((v) => s.gate.seeds.map((seed) => ({ variant: v.name, seed, kept: store?.gateRows<GateRow>(v.name, seed, s.gate) ?? [] })));
+  const slots = keptGateSlots(s, store, gated);
   const gate: GateRow[] = slots.flatMap((x) => x.kept);
   const gateJobs: GateJob[] = slots.flatMap((x) => {
     const arms = allArms.filter((id) => !x.kept.some((r) => gateArmOf(r) === id));
@@ -193,10 +193,14 @@ async function pretrainAndGate(s: PaperSettings, scratch: string, store: PaperSt
   return { gate: sorted, dir: dirOf(s.gate.inits[0]), cpu };
 }
 
+/** The gate's fits `store` holds for each of `variants` × the gate's seeds (none without a store). */
+function keptGateSlots(s: PaperSettings, store: PaperStore | null, variants: readonly PaperVariant[]): { variant: string; seed: number; kept: GateRow[] }[] {
+  return variants.flatMap((v) => s.gate.seeds.map((seed) => ({ variant: v.name, seed, kept: store?.gateRows<GateRow>(v.name, seed, s.gate) ?? [] })));
+}
+
 /** The gate fits `store` holds, every variant and seed of the gate, in report order. */
 function keptGate(s: PaperSettings, store: PaperStore): GateRow[] {
-  const rows = PAPER_VARIANTS.flatMap((v) => s.gate.seeds.flatMap((seed) => store.gateRows<GateRow>(v.name, seed, s.gate) ?? []));
-  return sortGate(rows);
+  return sortGate(keptGateSlots(s, store, PAPER_VARIANTS).flatMap((x) => x.kept));
 }
 
 /** Gate rows by critic input, variant, init and seed. */

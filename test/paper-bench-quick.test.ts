@@ -49,7 +49,7 @@ test('quick bench: pretraining, gate, λ sweep, runs and tables into a folder; a
   expect(fs.existsSync(path.join(out, 'paper-bench.png'))).toBe(true);
   const before = runs.map((f) => fs.statSync(path.join(out, 'runs', f)).mtimeMs);
 
-  // A gate file kept before the gate fitted two critic inputs: the text critic's rows alone, without their arm.
+  // A gate file holding the text critic's rows alone, without their arm: a resume fits the other input.
   const gateFile = path.join(out, 'gate__sparse-H4__s1.json');
   const kept = JSON.parse(fs.readFileSync(gateFile, 'utf8')) as { budget: unknown; rows: { arm?: string }[] };
   expect(kept.rows.map((r) => r.arm)).toEqual(['cc-pre', 'cc-pre', 'cc-pre-mt', 'cc-pre-mt']);

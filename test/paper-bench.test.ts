@@ -240,7 +240,7 @@ describe('the gate\'s figure: explained variance within turns', () => {
     expect(passingGateArms(rows)).toEqual(['cc-pre-mt']);
     expect(gatePasses(rows)).toBe(true);
     expect(gatePasses(rows.filter((r) => r.arm === 'cc-pre'))).toBe(false);
-    // Rows kept before the gate fitted two inputs carry no arm: they are the text critic's.
+    // A row without an arm is the text critic's.
     const { arm: _dropped, ...legacy } = rows[0];
     expect(gateVerdicts([legacy])[0].arm).toBe('cc-pre');
     // Which gate speaks for which arm of the bench: λ arms share their input's gate; controls, DC and MAGRPO have none.

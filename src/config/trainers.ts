@@ -26,7 +26,7 @@ export interface TrainerSectionSpec {
   readonly schema: z.ZodType<TrainerSectionFields>;
   /**
    * Its model roles (agents, critics, reward model, references: see ./roles.ts). Left out only by
-   * specs written before roles existed, which give the deprecated fields below instead.
+   * specs that give the deprecated fields below instead.
    */
   readonly roles?: TrainerRoles<TrainerSectionFields>;
   /** @deprecated Declare `roles.critics` (or `roles.rewardModel`) instead: true is read as critic keys allowed. */
